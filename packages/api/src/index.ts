@@ -1,0 +1,2 @@
+export * from './wire.js';
+export * from './types.js';

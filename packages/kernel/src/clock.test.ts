@@ -1,0 +1,31 @@
+import test from 'ava';
+import { timer } from 'rxjs';
+import { VirtualClock } from './clock.js';
+
+test('advance fires timers in order and lets async chains they start schedule more timers', async (t) => {
+  const clock = new VirtualClock();
+  const fired: number[] = [];
+  const chain = async () => {
+    for (let i = 0; i < 3; i++) {
+      await clock.sleep(1000);
+      await Promise.resolve();
+      fired.push(clock.elapsed());
+    }
+  };
+  void chain();
+  timer(1500, clock.scheduler).subscribe(() => fired.push(clock.elapsed()));
+  await clock.advance(2999);
+  t.deepEqual(fired, [1000, 1500, 2000]);
+  await clock.advance(1);
+  t.deepEqual(fired, [1000, 1500, 2000, 3000]);
+  t.is(clock.pendingTimers(), 0);
+});
+
+test('sleep rejects when aborted and cancels its timer', async (t) => {
+  const clock = new VirtualClock();
+  const ac = new AbortController();
+  const p = clock.sleep(10_000, ac.signal);
+  ac.abort(new Error('stopped'));
+  await t.throwsAsync(p, { message: 'stopped' });
+  t.is(clock.pendingTimers(), 0);
+});

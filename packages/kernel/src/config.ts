@@ -1,0 +1,88 @@
+import { readFileSync } from 'node:fs';
+import { Ajv, type ErrorObject } from 'ajv';
+import { parseDocument } from 'yaml';
+import { ConfigError } from './errors.js';
+
+/**
+ * Configuration files: YAML parsed with positions, validated against a JSON Schema, errors that name
+ * the file, the field and what is allowed. Flags override file values (`applyOverrides`).
+ */
+const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false });
+const compiled = new WeakMap<object, ReturnType<typeof ajv.compile>>();
+
+/** Validates `value` in place (schema defaults are filled in); throws a ConfigError listing every problem. */
+export function validateConfig<T>(schema: object, value: unknown, origin: string): T {
+  let validate = compiled.get(schema);
+  if (!validate) {
+    validate = ajv.compile(schema);
+    compiled.set(schema, validate);
+  }
+  if (!validate(value)) {
+    const problems = (validate.errors ?? []).map((e) => describeSchemaError(e));
+    throw new ConfigError(`${origin}: ${[...new Set(problems)].join('; ')}`);
+  }
+  return value as T;
+}
+
+function fieldName(e: ErrorObject, extra?: string): string {
+  const path = e.instancePath
+    .split('/')
+    .filter(Boolean)
+    .map((p) => p.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .map((p) => (/^\d+$/.test(p) ? `[${p}]` : `.${p}`))
+    .join('')
+    .replace(/^\./, '');
+  const full = extra ? (path ? `${path}.${extra}` : extra) : path;
+  return full || '(top level)';
+}
+
+export function describeSchemaError(e: ErrorObject): string {
+  const p = e.params as Record<string, any>;
+  switch (e.keyword) {
+    case 'enum':
+      return `field "${fieldName(e)}" must be one of ${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
+    case 'additionalProperties':
+      return `unknown field "${fieldName(e, p.additionalProperty)}"; remove it or check its spelling`;
+    case 'required':
+      return `field "${fieldName(e, p.missingProperty)}" is required`;
+    case 'type':
+      return `field "${fieldName(e)}" must be of type ${p.type}`;
+    default:
+      return `field "${fieldName(e)}" ${e.message ?? 'is invalid'}`;
+  }
+}
+
+/** Reads and parses a YAML (or JSON) file; syntax errors name the file, line and column. */
+export function readYamlFile(path: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`${path}: cannot read the file: ${(err as Error).message}`);
+  }
+  return parseYamlText(text, path);
+}
+
+export function parseYamlText(text: string, origin: string): unknown {
+  const doc = parseDocument(text, { prettyErrors: true });
+  if (doc.errors.length > 0) {
+    const e = doc.errors[0]!;
+    const where = e.linePos?.[0] ? ` (line ${e.linePos[0].line}, column ${e.linePos[0].col})` : '';
+    throw new ConfigError(`${origin}: not valid YAML${where}: ${e.message.split('\n')[0]}`);
+  }
+  return doc.toJS() ?? {};
+}
+
+/** Sets dotted paths (`proxy.mode`) on a plain object: how flags override file values. */
+export function applyOverrides(target: Record<string, any>, overrides: Record<string, unknown>): void {
+  for (const [path, value] of Object.entries(overrides)) {
+    if (value === undefined) continue;
+    const keys = path.split('.');
+    let node = target;
+    for (const key of keys.slice(0, -1)) {
+      if (typeof node[key] !== 'object' || node[key] === null) node[key] = {};
+      node = node[key];
+    }
+    node[keys[keys.length - 1]!] = value;
+  }
+}

@@ -1,0 +1,60 @@
+import type { Pod, PodStatus } from '@nodelet/api';
+
+/**
+ * The event catalogue: every fact that travels on the bus, by name. Names say source and fact, as
+ * `[PLEG] Container Died`. Events carry facts, never commands: producers do not know who listens.
+ *
+ * Third-party plugins add their own events by declaration merging:
+ *
+ *     declare module '@nodelet/kernel' {
+ *       interface EventCatalogue { '[MyPlugin] Thing Happened': { thing: string } }
+ *     }
+ */
+export type PodSourceName = 'file' | 'http' | 'api';
+
+export interface EventCatalogue {
+  // Pod sources (static-manifest directory, manifest URL, API server).
+  '[Source] Pod Added': { source: PodSourceName; pod: Pod };
+  '[Source] Pod Updated': { source: PodSourceName; pod: Pod };
+  '[Source] Pod Removed': { source: PodSourceName; pod: Pod };
+  '[Source] Manifest Rejected': { source: PodSourceName; origin: string; reason: string };
+
+  // PLEG: what the relist saw change in the runtime.
+  '[PLEG] Container Started': { podUid: string; containerId: string };
+  '[PLEG] Container Died': { podUid: string; containerId: string };
+  '[PLEG] Container Removed': { podUid: string; containerId: string };
+  '[PLEG] Container Changed': { podUid: string; containerId: string };
+  '[PLEG] Health Changed': { healthy: boolean; message: string };
+
+  // Prober.
+  '[Prober] Probe Result': {
+    podUid: string;
+    container: string;
+    probe: 'liveness' | 'readiness' | 'startup';
+    result: 'success' | 'failure' | 'unknown';
+    message: string;
+  };
+
+  // Status manager.
+  '[Status] Pod Status Changed': { podUid: string; podName: string; namespace: string; status: PodStatus };
+
+  // Pod workers.
+  '[PodWorker] Pod Terminated': { podUid: string; podName: string; namespace: string };
+  '[PodWorker] Sync Failed': { podUid: string; podName: string; namespace: string; reason: string; message: string };
+
+  // Node.
+  '[Node] Condition Changed': { type: string; status: 'True' | 'False' | 'Unknown'; reason: string; message: string };
+  '[Eviction] Eviction Started': { podUid: string; signal: string; message: string };
+
+  // Proxy.
+  '[Proxy] Service Changed': { namespace: string; name: string };
+  '[Proxy] Endpoints Changed': { namespace: string; name: string };
+  '[Proxy] Rules Synced': { backend: string; durationMs: number; full: boolean };
+}
+
+export type EventType = keyof EventCatalogue;
+
+/** An event as it travels on the bus: its type, the time it was emitted, and its payload. */
+export type NodeletEvent<K extends EventType = EventType> = {
+  [P in K]: { readonly type: P; readonly at: number } & EventCatalogue[P];
+}[K];

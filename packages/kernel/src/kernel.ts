@@ -1,0 +1,218 @@
+import 'reflect-metadata';
+import { Container } from 'inversify';
+import { type Capability, defineCapability } from './capability.js';
+import { type Clock, RealClock } from './clock.js';
+import { EventBus } from './bus.js';
+import { errorMessage, LinkError } from './errors.js';
+import { link } from './linker.js';
+import { createLogger, type Logger } from './logger.js';
+import type { NodeletPlugin, PluginContext, StartStopHook } from './plugin.js';
+import { validateConfig } from './config.js';
+
+/** The kernel's own services: every plugin may use them without declaring them. */
+export const KernelBus = defineCapability<EventBus>('kernel.bus');
+export const KernelClock = defineCapability<Clock>('kernel.clock');
+export const KernelLogger = defineCapability<Logger>('kernel.logger');
+const builtIns: Capability<unknown>[] = [KernelBus, KernelClock, KernelLogger];
+
+export interface KernelOptions {
+  clock?: Clock;
+  logger?: Logger;
+}
+
+interface Loaded {
+  plugin: NodeletPlugin<any>;
+  config: unknown;
+  origin: string;
+}
+
+interface Registered {
+  name: string;
+  start: StartStopHook[];
+  stop: StartStopHook[];
+}
+
+type KernelState = 'new' | 'starting' | 'running' | 'stopping' | 'stopped';
+
+/**
+ * The microkernel: load plugins, link their capability graph, register them into inversify containers,
+ * start them in dependency order and stop them in reverse.
+ */
+export class Kernel {
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly bus: EventBus;
+  private readonly root = new Container();
+  private readonly loaded: Loaded[] = [];
+  private registered: Registered[] = [];
+  private started = 0;
+  private state: KernelState = 'new';
+  private signalHandler?: () => void;
+
+  constructor(options: KernelOptions = {}) {
+    this.clock = options.clock ?? new RealClock();
+    this.logger = options.logger ?? createLogger();
+    this.bus = new EventBus(this.clock, this.logger.child('bus'));
+    this.root.bind(KernelBus.identifier).toConstantValue(this.bus);
+    this.root.bind(KernelClock.identifier).toConstantValue(this.clock);
+    this.root.bind(KernelLogger.identifier).toConstantValue(this.logger);
+  }
+
+  /** Adds a plugin with its raw configuration; `origin` names where that configuration came from. */
+  use<C>(plugin: NodeletPlugin<C>, config?: unknown, origin = `plugin '${plugin.manifest.name}' configuration`): this {
+    if (this.state !== 'new') throw new LinkError(`cannot add plugin '${plugin.manifest.name}' after the kernel started`);
+    this.loaded.push({ plugin, config: config ?? {}, origin });
+    return this;
+  }
+
+  /** Links, registers and starts every plugin. On failure, what already started is stopped again. */
+  async start(): Promise<void> {
+    if (this.state !== 'new') throw new Error(`kernel is ${this.state}; start it once`);
+    this.state = 'starting';
+    try {
+      const graph = link(
+        this.loaded.map((l) => l.plugin),
+        builtIns,
+      );
+      for (const plugin of graph.order) {
+        const loaded = this.loaded.find((l) => l.plugin === plugin)!;
+        this.registered.push(await this.register(loaded));
+      }
+      for (const entry of this.registered) {
+        for (const hook of entry.start) await hook();
+        this.started++;
+      }
+      this.state = 'running';
+    } catch (err) {
+      await this.stopStarted();
+      this.state = 'stopped';
+      throw err;
+    }
+  }
+
+  /** Stops plugins in reverse start order. A failing stop hook is logged; the others still run. */
+  async stop(): Promise<void> {
+    if (this.state === 'stopped' || this.state === 'stopping' || this.state === 'new') return;
+    this.state = 'stopping';
+    await this.stopStarted();
+    this.bus.complete();
+    if (this.signalHandler) {
+      process.off('SIGINT', this.signalHandler);
+      process.off('SIGTERM', this.signalHandler);
+    }
+    this.state = 'stopped';
+  }
+
+  /** Stops the kernel on SIGINT/SIGTERM, then calls `onStopped` (e.g. to exit the process). */
+  stopOnSignals(onStopped: (signal: string) => void = () => process.exit(0)): void {
+    let signal = 'SIGTERM';
+    const handler = () => {
+      this.logger.info('received signal; stopping', { signal });
+      void this.stop().then(() => onStopped(signal));
+    };
+    this.signalHandler = handler;
+    process.once('SIGINT', () => ((signal = 'SIGINT'), handler()));
+    process.once('SIGTERM', () => ((signal = 'SIGTERM'), handler()));
+  }
+
+  /** The provider of a capability, for the host program (CLI, tests). */
+  get<T>(capability: Capability<T>): T {
+    if (!this.root.isBound(capability.identifier)) {
+      throw new LinkError(`no plugin provides capability '${capability.id}'`);
+    }
+    return this.root.get(capability.identifier);
+  }
+
+  getAll<T>(capability: Capability<T>): T[] {
+    return this.root.isBound(capability.identifier) ? this.root.getAll(capability.identifier) : [];
+  }
+
+  get running(): boolean {
+    return this.state === 'running';
+  }
+
+  private async register(loaded: Loaded): Promise<Registered> {
+    const { plugin } = loaded;
+    const { manifest } = plugin;
+    const name = manifest.name;
+    const config = manifest.configSchema
+      ? validateConfig(manifest.configSchema, structuredClone(loaded.config), loaded.origin)
+      : loaded.config;
+    const declared = new Map([...manifest.requires, ...(manifest.optional ?? [])].map((c) => [c.id, c]));
+    const provides = new Set(manifest.provides.map((c) => c.id));
+    const provided = new Set<string>();
+    const entry: Registered = { name, start: [], stop: [] };
+
+    // The plugin's own container: only what it declared, plus the kernel's services.
+    const container = new Container();
+    for (const cap of builtIns) container.bind(cap.identifier).toConstantValue(this.root.get(cap.identifier));
+    for (const cap of declared.values()) {
+      if (!this.root.isBound(cap.identifier)) continue;
+      for (const impl of this.root.getAll(cap.identifier)) container.bind(cap.identifier).toConstantValue(impl);
+    }
+
+    const mustDeclare = (cap: Capability<unknown>, verb: string) => {
+      if (!declared.has(cap.id) && !builtIns.some((b) => b.id === cap.id)) {
+        throw new LinkError(
+          `plugin '${name}' ${verb} capability '${cap.id}' without declaring it; add it to the manifest's requires or optional`,
+        );
+      }
+    };
+
+    const context: PluginContext<any> = {
+      name,
+      config,
+      bus: this.bus,
+      clock: this.clock,
+      logger: this.logger.child(name),
+      container,
+      provide: (cap, implementation) => {
+        if (!provides.has(cap.id)) {
+          throw new LinkError(
+            `plugin '${name}' provides capability '${cap.id}' without declaring it; add it to the manifest's provides`,
+          );
+        }
+        this.root.bind(cap.identifier).toConstantValue(implementation);
+        provided.add(cap.id);
+      },
+      get: (cap) => {
+        mustDeclare(cap, 'asked for');
+        if (!container.isBound(cap.identifier)) {
+          throw new LinkError(`plugin '${name}' asked for capability '${cap.id}', but no plugin provides it`);
+        }
+        return container.get(cap.identifier);
+      },
+      getOptional: (cap) => {
+        mustDeclare(cap, 'asked for');
+        return container.isBound(cap.identifier) ? container.get(cap.identifier) : undefined;
+      },
+      getAll: (cap) => {
+        mustDeclare(cap, 'asked for');
+        return container.isBound(cap.identifier) ? container.getAll(cap.identifier) : [];
+      },
+      onStart: (hook) => void entry.start.push(hook),
+      onStop: (hook) => void entry.stop.unshift(hook),
+    };
+
+    await plugin.register(context);
+    for (const id of provides) {
+      if (!provided.has(id)) {
+        throw new LinkError(`plugin '${name}' declares that it provides '${id}' but did not provide it in register()`);
+      }
+    }
+    return entry;
+  }
+
+  private async stopStarted(): Promise<void> {
+    for (const entry of this.registered.slice(0, this.started).reverse()) {
+      for (const hook of entry.stop) {
+        try {
+          await hook();
+        } catch (err) {
+          this.logger.error('plugin failed to stop', { plugin: entry.name, err: errorMessage(err) });
+        }
+      }
+    }
+    this.started = 0;
+  }
+}

@@ -1,0 +1,66 @@
+import type { Container } from 'inversify';
+import type { AnyCapability, Capability } from './capability.js';
+import type { Clock } from './clock.js';
+import type { EventBus } from './bus.js';
+import type { Logger } from './logger.js';
+
+/**
+ * What a plugin declares about itself, as plain data checked before anything starts (like a
+ * WebAssembly component's imports and exports, or a Backstage plugin's deps).
+ */
+export interface PluginManifest {
+  /** Unique name; for third-party plugins, the npm package name. */
+  readonly name: string;
+  readonly version: string;
+  readonly description?: string;
+  /** Capabilities this plugin binds. */
+  readonly provides: readonly AnyCapability[];
+  /** Capabilities this plugin needs; linking fails when one has no provider. */
+  readonly requires: readonly AnyCapability[];
+  /** Capabilities this plugin uses when present (`getOptional`, `getAll`). */
+  readonly optional?: readonly AnyCapability[];
+  /**
+   * JSON Schema of the plugin's configuration (the `plugins.<name>` section of the config file).
+   * Validated before `register`; errors name the file and the field.
+   */
+  readonly configSchema?: object;
+}
+
+export type StartStopHook = () => void | Promise<void>;
+
+/** What `register` is handed: the plugin's own view of the kernel. */
+export interface PluginContext<C = unknown> {
+  readonly name: string;
+  /** The plugin's validated configuration (defaults applied by the schema). */
+  readonly config: C;
+  readonly bus: EventBus;
+  readonly clock: Clock;
+  readonly logger: Logger;
+  /**
+   * A container holding only the capabilities this plugin declared (required and optional) plus the
+   * kernel's services. Plugins with `@injectable` classes bind them here and resolve them.
+   */
+  readonly container: Container;
+  /** Binds an implementation of a capability this plugin declared in `provides`. */
+  provide<T>(capability: Capability<T>, implementation: T): void;
+  /** The provider of a `one` capability declared in `requires`. */
+  get<T>(capability: Capability<T>): T;
+  /** The provider of a capability declared in `optional`, or undefined. */
+  getOptional<T>(capability: Capability<T>): T | undefined;
+  /** Every provider of a `many` capability (declared in `requires` or `optional`); empty when none. */
+  getAll<T>(capability: Capability<T>): T[];
+  /** Called when the kernel starts, after every plugin this one requires has started. */
+  onStart(hook: StartStopHook): void;
+  /** Called when the kernel stops, before the plugins this one requires are stopped. */
+  onStop(hook: StartStopHook): void;
+}
+
+export interface NodeletPlugin<C = unknown> {
+  readonly manifest: PluginManifest;
+  register(context: PluginContext<C>): void | Promise<void>;
+}
+
+/** Identity helper that gives plugin authors type inference for their config. */
+export function definePlugin<C = unknown>(plugin: NodeletPlugin<C>): NodeletPlugin<C> {
+  return plugin;
+}
