@@ -1,0 +1,71 @@
+/** Configuration of the fake runtime (the `plugins.runtime-fake` section of the config file). */
+export interface FakeRuntimeConfig {
+  /** How long every PullImage takes, in milliseconds of clock time. Default 0. */
+  pullLatencyMs?: number;
+  /** References whose pull fails as a registry 404 would (NotFound). Normalised before comparing. */
+  missingImages?: readonly string[];
+  /** Images present from the start. Default: the pause image and busybox. */
+  preloadedImages?: readonly string[];
+  /** IPv4 range pod IPs come from (host-local style, `.1` is the gateway). Default 10.244.0.0/16. */
+  podCIDR?: string;
+  /** Also write container logs to `<sandbox logDirectory>/<container logPath>`. Default false. */
+  writeLogs?: boolean;
+  /** Log lines kept in memory per container (the newest ones). Default 1000. */
+  maxLogLines?: number;
+}
+
+/** The sandbox (pause) image the kubelet and containerd use by default. */
+export const PAUSE_IMAGE = 'registry.k8s.io/pause:3.9';
+export const BUSYBOX_IMAGE = 'docker.io/library/busybox:latest';
+
+export const DEFAULT_CONFIG: Readonly<Required<FakeRuntimeConfig>> = Object.freeze({
+  pullLatencyMs: 0,
+  missingImages: Object.freeze([]),
+  preloadedImages: Object.freeze([PAUSE_IMAGE, BUSYBOX_IMAGE]),
+  podCIDR: '10.244.0.0/16',
+  writeLogs: false,
+  maxLogLines: 1000,
+});
+
+/** JSON Schema of FakeRuntimeConfig, with its defaults (the kernel fills them in). */
+export const fakeRuntimeConfigSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    pullLatencyMs: {
+      type: 'number',
+      minimum: 0,
+      default: DEFAULT_CONFIG.pullLatencyMs,
+      description: 'milliseconds every image pull takes on the clock',
+    },
+    missingImages: {
+      type: 'array',
+      items: { type: 'string' },
+      default: [],
+      description: 'image references whose pull fails with NotFound, as a registry 404',
+    },
+    preloadedImages: {
+      type: 'array',
+      items: { type: 'string' },
+      default: [...DEFAULT_CONFIG.preloadedImages],
+      description: 'images present from the start',
+    },
+    podCIDR: {
+      type: 'string',
+      pattern: '^\\d{1,3}(\\.\\d{1,3}){3}/\\d{1,2}$',
+      default: DEFAULT_CONFIG.podCIDR,
+      description: 'IPv4 CIDR pod IPs are allocated from',
+    },
+    writeLogs: {
+      type: 'boolean',
+      default: DEFAULT_CONFIG.writeLogs,
+      description: 'also write container logs to the files the kubelet reads',
+    },
+    maxLogLines: {
+      type: 'integer',
+      minimum: 0,
+      default: DEFAULT_CONFIG.maxLogLines,
+      description: 'log lines kept in memory per container',
+    },
+  },
+} as const;

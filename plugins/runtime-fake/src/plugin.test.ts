@@ -1,0 +1,61 @@
+import test from 'ava';
+import { ConfigError, createLogger, Kernel, MemorySink, VirtualClock } from '@nodelet/kernel';
+import { CriImage, CriRuntime } from '@nodelet/cri';
+import { FakeRuntime } from './fake-runtime.js';
+import { runtimeFakePlugin } from './plugin.js';
+import { runPod, startContainer } from './fixtures.js';
+
+const kernelWith = (config?: unknown) => {
+  const clock = new VirtualClock();
+  const kernel = new Kernel({ clock, logger: createLogger({ sink: new MemorySink().sink }) }).use(
+    runtimeFakePlugin,
+    config,
+  );
+  return { clock, kernel };
+};
+
+test('provides one FakeRuntime as cri.runtime and cri.image, on the kernel clock', async (t) => {
+  const { clock, kernel } = kernelWith({ pullLatencyMs: 500 });
+  await kernel.start();
+  const runtime = kernel.get(CriRuntime) as FakeRuntime;
+  t.true(runtime instanceof FakeRuntime);
+  t.is(kernel.get(CriImage), runtime);
+  const pull = kernel.get(CriImage).pullImage({
+    image: { image: 'nginx', annotations: {}, userSpecifiedImage: '', runtimeHandler: '', imageRef: '' },
+  });
+  await clock.advance(500);
+  t.regex((await pull).imageRef, /^sha256:/);
+  t.is(runtime.counts().images, 3, 'defaults filled in: pause and busybox preloaded');
+
+  const pod = await runPod(runtime, 'p', { annotations: { 'runtime-fake.nodelet.dev/app': 'exitAfter=1h' } });
+  await startContainer(runtime, pod, 'app');
+  t.is(clock.pendingTimers(), 1);
+  await kernel.stop();
+  t.is(clock.pendingTimers(), 0, 'stopping the kernel cancels the runtime timers');
+});
+
+test('configuration is validated: unknown fields and bad values name the field', async (t) => {
+  const unknown = await t.throwsAsync(kernelWith({ pullLatency: 5 }).kernel.start());
+  t.true(unknown instanceof ConfigError);
+  t.regex(unknown!.message, /unknown field "pullLatency"/);
+  const negative = await t.throwsAsync(kernelWith({ pullLatencyMs: -1 }).kernel.start());
+  t.regex(negative!.message, /pullLatencyMs/);
+  const cidr = await t.throwsAsync(kernelWith({ podCIDR: '10.0.0.0/31' }).kernel.start());
+  t.true(cidr instanceof ConfigError);
+  t.regex(
+    cidr!.message,
+    /^plugin 'runtime-fake' configuration: podCIDR: pod CIDR "10.0.0.0\/31" is too small/,
+  );
+  const image = await t.throwsAsync(kernelWith({ preloadedImages: ['UPPER'] }).kernel.start());
+  t.regex(image!.message, /preloadedImages\[0\]/);
+});
+
+test('the manifest declares what the linker needs', (t) => {
+  const { manifest } = runtimeFakePlugin;
+  t.is(manifest.name, 'runtime-fake');
+  t.deepEqual(
+    manifest.provides.map((c) => c.id),
+    ['cri.runtime', 'cri.image'],
+  );
+  t.deepEqual(manifest.requires, []);
+});

@@ -1,0 +1,35 @@
+import { ConfigError, definePlugin, errorMessage } from '@nodelet/kernel';
+import { CriImage, CriRuntime } from '@nodelet/cri';
+import { type FakeRuntimeConfig, fakeRuntimeConfigSchema } from './config.js';
+import { FakeRuntime } from './fake-runtime.js';
+
+/**
+ * The `runtime-fake` plugin: one in-memory FakeRuntime on the kernel's clock, provided as both
+ * `cri.runtime` and `cri.image`. Tests script it through the capability:
+ *
+ *     const runtime = kernel.get(CriRuntime) as FakeRuntime;
+ *     runtime.script('app', 'exitAfter=5s,exitCode=1');
+ */
+export const runtimeFakePlugin = definePlugin<FakeRuntimeConfig>({
+  manifest: {
+    name: 'runtime-fake',
+    version: '0.1.0',
+    description: 'in-memory CRI v1 runtime on the kernel clock, for tests and for simulating many nodes',
+    provides: [CriRuntime, CriImage],
+    requires: [],
+    configSchema: fakeRuntimeConfigSchema,
+  },
+  register(ctx) {
+    let runtime: FakeRuntime;
+    try {
+      runtime = new FakeRuntime({ clock: ctx.clock, logger: ctx.logger, config: ctx.config });
+    } catch (err) {
+      throw new ConfigError(
+        `plugin '${ctx.name}' configuration: ${errorMessage(err).replace(/^runtime-fake: /, '')}`,
+      );
+    }
+    ctx.provide(CriRuntime, runtime);
+    ctx.provide(CriImage, runtime);
+    ctx.onStop(() => runtime.close());
+  },
+});

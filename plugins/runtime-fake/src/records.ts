@@ -1,0 +1,231 @@
+/**
+ * What the fake runtime keeps per sandbox and container, and the CRI messages built from it. Every
+ * message is a fresh object (maps and lists copied), so callers may change what they get back; the
+ * copies are shallow where the data is flat, which keeps ListContainers cheap.
+ */
+import {
+  type Container,
+  ContainerStats,
+  type ContainerConfig,
+  type ContainerMetadata,
+  ContainerState,
+  type ContainerStatus,
+  type ImageSpec,
+  LinuxContainerResources,
+  Mount,
+  type NamespaceOption,
+  type PodSandbox,
+  type PodSandboxConfig,
+  type PodSandboxMetadata,
+  PodSandboxState,
+  PodSandboxStats,
+  type PodSandboxStatus,
+} from '@nodelet/cri';
+import type { ContainerBehavior, ResolvedBehavior } from './behavior.js';
+import type { LogBuffer } from './cri-log.js';
+import type { IpAllocator } from './ip-allocator.js';
+
+export interface SandboxRecord {
+  readonly id: string;
+  /** `<name>_<namespace>_<uid>_<attempt>`, reserved while the sandbox exists (as containerd does). */
+  readonly reservedName: string;
+  readonly config: PodSandboxConfig;
+  readonly metadata: PodSandboxMetadata;
+  readonly runtimeHandler: string;
+  readonly createdAt: bigint;
+  /** The `io.kubernetes.pod.uid` label, the key of the pod index. */
+  readonly podUid: string | undefined;
+  /** '' for host-network sandboxes. */
+  readonly ip: string;
+  readonly ipPool: IpAllocator | undefined;
+  /** Behaviours from the pod's annotations, by container name or `all`. */
+  readonly behaviors: Map<string, ContainerBehavior> | undefined;
+  readonly containers: Set<ContainerRecord>;
+  state: PodSandboxState;
+}
+
+export interface ContainerRecord {
+  readonly id: string;
+  readonly sandbox: SandboxRecord;
+  /** `<container>_<pod>_<namespace>_<uid>_<attempt>`, reserved while the container exists. */
+  readonly reservedName: string;
+  readonly config: ContainerConfig;
+  readonly metadata: ContainerMetadata;
+  readonly podUid: string | undefined;
+  /** The image id (`sha256:…`). */
+  readonly imageId: string;
+  /** What ContainerStatus reports as the image: its first tag, or the id. */
+  readonly statusImage: string;
+  /** What ContainerStatus reports as imageRef: the repo digest, or the id. */
+  readonly statusImageRef: string;
+  /** `<sandbox logDirectory>/<logPath>`, or the logPath alone when the sandbox has no log directory. */
+  readonly logPath: string;
+  readonly createdAt: bigint;
+  readonly behavior: ResolvedBehavior;
+  state: ContainerState;
+  startedAt: bigint;
+  finishedAt: bigint;
+  exitCode: number;
+  reason: string;
+  message: string;
+  resources: LinuxContainerResources | undefined;
+  /** Set while StartContainer waits out startDelay. */
+  starting: { cancel(): void; reject(err: Error): void } | undefined;
+  /** The scripted exit (exitAfter), when one is pending. */
+  cancelExit: (() => void) | undefined;
+  /** The pending end of a StopContainer: when (clock ms) and how it ends. */
+  termination: { atMs: number; exitCode: number; cancel(): void } | undefined;
+  /** StopContainer calls waiting for the exit. */
+  waiters: Array<() => void> | undefined;
+  logs: LogBuffer | undefined;
+}
+
+const copyMap = (m: { [key: string]: string }): { [key: string]: string } => ({ ...m });
+
+function copyImageSpec(spec: ImageSpec | undefined): ImageSpec | undefined {
+  return spec && { ...spec, annotations: copyMap(spec.annotations) };
+}
+
+function copyNamespaceOption(o: NamespaceOption | undefined): NamespaceOption | undefined {
+  if (!o) return undefined;
+  const userns = o.usernsOptions;
+  return {
+    ...o,
+    usernsOptions: userns && {
+      mode: userns.mode,
+      uids: userns.uids.map((m) => ({ ...m })),
+      gids: userns.gids.map((m) => ({ ...m })),
+    },
+  };
+}
+
+export function toPodSandbox(s: SandboxRecord): PodSandbox {
+  return {
+    id: s.id,
+    metadata: { ...s.metadata },
+    state: s.state,
+    createdAt: s.createdAt,
+    labels: copyMap(s.config.labels),
+    annotations: copyMap(s.config.annotations),
+    runtimeHandler: s.runtimeHandler,
+  };
+}
+
+export function toPodSandboxStatus(s: SandboxRecord): PodSandboxStatus {
+  return {
+    id: s.id,
+    metadata: { ...s.metadata },
+    state: s.state,
+    createdAt: s.createdAt,
+    network: { ip: s.ip, additionalIps: [] },
+    linux: {
+      namespaces: { options: copyNamespaceOption(s.config.linux?.securityContext?.namespaceOptions) },
+    },
+    labels: copyMap(s.config.labels),
+    annotations: copyMap(s.config.annotations),
+    runtimeHandler: s.runtimeHandler,
+  };
+}
+
+export function toContainer(c: ContainerRecord): Container {
+  return {
+    id: c.id,
+    podSandboxId: c.sandbox.id,
+    metadata: { ...c.metadata },
+    image: copyImageSpec(c.config.image),
+    imageRef: c.imageId,
+    state: c.state,
+    createdAt: c.createdAt,
+    labels: copyMap(c.config.labels),
+    annotations: copyMap(c.config.annotations),
+    imageId: c.imageId,
+  };
+}
+
+export function toContainerStatus(c: ContainerRecord): ContainerStatus {
+  const security = c.config.linux?.securityContext;
+  return {
+    id: c.id,
+    metadata: { ...c.metadata },
+    state: c.state,
+    createdAt: c.createdAt,
+    startedAt: c.startedAt,
+    finishedAt: c.finishedAt,
+    exitCode: c.exitCode,
+    image: {
+      image: c.statusImage,
+      annotations: copyMap(c.config.image?.annotations ?? {}),
+      userSpecifiedImage: c.config.image?.userSpecifiedImage ?? '',
+      runtimeHandler: c.config.image?.runtimeHandler ?? '',
+      imageRef: '',
+    },
+    imageRef: c.statusImageRef,
+    reason: c.reason,
+    message: c.message,
+    labels: copyMap(c.config.labels),
+    annotations: copyMap(c.config.annotations),
+    mounts: c.config.mounts.map((m) => Mount.fromPartial(m)),
+    logPath: c.logPath,
+    resources: c.resources && { linux: LinuxContainerResources.fromPartial(c.resources) },
+    imageId: c.imageId,
+    user: {
+      linux: {
+        uid: security?.runAsUser?.value ?? 0n,
+        gid: security?.runAsGroup?.value ?? 0n,
+        supplementalGroups: [...(security?.supplementalGroups ?? [])],
+      },
+    },
+    stopSignal: c.config.stopSignal,
+  };
+}
+
+/** Where containerd keeps image layers: the image filesystem ImageFsInfo and stats report. */
+export const IMAGE_FS_MOUNTPOINT = '/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs';
+
+/** Stats of a container: its identity and time stamps; a fake process uses no CPU or memory. */
+export function toContainerStats(c: ContainerRecord, now: bigint): ContainerStats {
+  return ContainerStats.fromPartial({
+    attributes: {
+      id: c.id,
+      metadata: c.metadata,
+      labels: c.config.labels,
+      annotations: c.config.annotations,
+    },
+    cpu: { timestamp: now, usageCoreNanoSeconds: { value: 0n }, usageNanoCores: { value: 0n } },
+    memory: { timestamp: now, workingSetBytes: { value: 0n } },
+    writableLayer: {
+      timestamp: now,
+      fsId: { mountpoint: IMAGE_FS_MOUNTPOINT },
+      usedBytes: { value: 0n },
+      inodesUsed: { value: 0n },
+    },
+  });
+}
+
+/** Stats of a sandbox and its running containers. */
+export function toPodSandboxStats(s: SandboxRecord, now: bigint): PodSandboxStats {
+  const stats = PodSandboxStats.fromPartial({
+    attributes: {
+      id: s.id,
+      metadata: s.metadata,
+      labels: s.config.labels,
+      annotations: s.config.annotations,
+    },
+    linux: {
+      cpu: { timestamp: now, usageCoreNanoSeconds: { value: 0n }, usageNanoCores: { value: 0n } },
+      memory: { timestamp: now, workingSetBytes: { value: 0n } },
+    },
+  });
+  for (const c of s.containers) {
+    if (c.state === ContainerState.CONTAINER_RUNNING) stats.linux!.containers.push(toContainerStats(c, now));
+  }
+  return stats;
+}
+
+export function containerStateName(state: ContainerState): string {
+  return ContainerState[state] ?? String(state);
+}
+
+export function isSandboxReady(s: SandboxRecord): boolean {
+  return s.state === PodSandboxState.SANDBOX_READY;
+}

@@ -1,0 +1,85 @@
+import test from 'ava';
+import { ContainerState, PodSandboxState } from '@nodelet/cri';
+import type { ContainerRecord, SandboxRecord } from './records.js';
+import { RuntimeStore } from './runtime-store.js';
+
+/** Labels that count how often they are read: a filter that scans reads every record's labels. */
+function countingLabels(labels: Record<string, string>, counter: { reads: number }): Record<string, string> {
+  return new Proxy(labels, {
+    get(target, key) {
+      counter.reads++;
+      return Reflect.get(target, key);
+    },
+  });
+}
+
+function fill(n: number) {
+  const counter = { reads: 0 };
+  const store = new RuntimeStore();
+  for (let i = 0; i < n; i++) {
+    const labels = countingLabels(
+      { 'io.kubernetes.pod.uid': `uid-${i}`, app: i % 2 ? 'odd' : 'even' },
+      counter,
+    );
+    const sandbox = {
+      id: `s${i}`,
+      reservedName: `p${i}_default_uid-${i}_0`,
+      config: { labels },
+      podUid: `uid-${i}`,
+      containers: new Set(),
+      state: PodSandboxState.SANDBOX_READY,
+    } as unknown as SandboxRecord;
+    store.addSandbox(sandbox);
+    store.addContainer({
+      id: `c${i}`,
+      sandbox,
+      reservedName: `app_p${i}_default_uid-${i}_0`,
+      config: { labels },
+      podUid: `uid-${i}`,
+      state: ContainerState.CONTAINER_RUNNING,
+    } as unknown as ContainerRecord);
+  }
+  return { store, counter };
+}
+
+test('filters on the pod-UID label read only that pod, not every record', (t) => {
+  const { store, counter } = fill(5000);
+  const selector = { 'io.kubernetes.pod.uid': 'uid-4321', app: 'odd' };
+  const sandboxes = [...store.findSandboxes({ id: '', labelSelector: selector })];
+  const containers = [...store.findContainers({ id: '', podSandboxId: '', labelSelector: selector })];
+  t.deepEqual(
+    sandboxes.map((s) => s.id),
+    ['s4321'],
+  );
+  t.deepEqual(
+    containers.map((c) => c.id),
+    ['c4321'],
+  );
+  t.true(counter.reads <= 4, `${counter.reads} label reads`);
+
+  counter.reads = 0;
+  t.is([...store.findContainers({ id: '', podSandboxId: '', labelSelector: { app: 'odd' } })].length, 2500);
+  t.true(counter.reads >= 5000, 'a selector without the pod UID has to look at every container');
+});
+
+test('by id and by sandbox: direct lookups; removal cleans every index', (t) => {
+  const { store, counter } = fill(1000);
+  t.deepEqual(
+    [...store.findContainers({ id: 'c7', podSandboxId: '', labelSelector: {} })].map((c) => c.id),
+    ['c7'],
+  );
+  t.deepEqual(
+    [...store.findContainers({ id: '', podSandboxId: 's8', labelSelector: {} })].map((c) => c.id),
+    ['c8'],
+  );
+  t.is(counter.reads, 0);
+  const c = store.container('c9')!;
+  store.deleteContainer(c);
+  store.deleteSandbox(c.sandbox);
+  t.is(store.sandbox('s9'), undefined);
+  t.is(store.containerNameHolder('app_p9_default_uid-9_0'), undefined);
+  t.is(store.sandboxNameHolder('p9_default_uid-9_0'), undefined);
+  t.deepEqual([...store.findSandboxes({ id: '', labelSelector: { 'io.kubernetes.pod.uid': 'uid-9' } })], []);
+  t.is(c.sandbox.containers.size, 0);
+  t.is(store.containerCount, 999);
+});
