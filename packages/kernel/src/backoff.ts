@@ -48,6 +48,21 @@ export class Backoff {
     return this.clock.now() - eventTime < entry.backoffMs;
   }
 
+  /** True while the time since the key's last failure is shorter than its delay (upstream IsInBackOffSinceUpdate). */
+  isInBackoffSinceUpdate(key: string): boolean {
+    const entry = this.entries.get(key);
+    if (!entry) return false;
+    const now = this.clock.now();
+    if (this.hasExpired(entry, now)) return false;
+    return now - entry.lastUpdate < entry.backoffMs;
+  }
+
+  /** When the delay since the key's last failure ends, or undefined when it has none. */
+  endsAt(key: string): number | undefined {
+    const entry = this.entries.get(key);
+    return entry ? entry.lastUpdate + entry.backoffMs : undefined;
+  }
+
   /** When the backoff that started at `eventTime` ends, or undefined when `key` is not backing off. */
   backoffEndsAt(key: string, eventTime: number): number | undefined {
     const entry = this.entries.get(key);

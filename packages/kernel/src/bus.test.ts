@@ -44,7 +44,12 @@ test('events are stamped with the clock time', async (t) => {
   const at: number[] = [];
   bus.subscribe('[Node] Condition Changed', (e) => void at.push(e.at));
   await clock.advance(1500);
-  bus.emit('[Node] Condition Changed', { type: 'Ready', status: 'True', reason: 'KubeletReady', message: '' });
+  bus.emit('[Node] Condition Changed', {
+    type: 'Ready',
+    status: 'True',
+    reason: 'KubeletReady',
+    message: '',
+  });
   t.deepEqual(at, [clock.now()]);
   t.is(clock.elapsed(), 1500);
 });

@@ -51,7 +51,12 @@ export class EventBus {
           return guarded();
         }),
       );
-    return guarded().pipe(share(), catchError(() => EMPTY)).subscribe();
+    return guarded()
+      .pipe(
+        share(),
+        catchError(() => EMPTY),
+      )
+      .subscribe();
   }
 
   complete(): void {

@@ -13,11 +13,21 @@ export interface Clock {
   setTimeout(fn: () => void, ms: number): () => void;
   /** Resolves after `ms`; rejects with the signal's reason when aborted first. */
   sleep(ms: number, signal?: AbortSignal): Promise<void>;
+  /**
+   * Marks real I/O (file system, sockets) that a timer-driven flow awaits. Real time just returns it;
+   * virtual time waits for it before firing the next timer, so real I/O takes no virtual time and a
+   * test under VirtualClock stays deterministic.
+   */
+  track<T>(work: Promise<T>): Promise<T>;
 }
 
 abstract class SchedulerClock implements Clock {
   abstract readonly scheduler: SchedulerLike;
   abstract now(): number;
+
+  track<T>(work: Promise<T>): Promise<T> {
+    return work;
+  }
 
   setTimeout(fn: () => void, ms: number): () => void {
     const subscription = this.scheduler.schedule(fn, Math.max(0, ms));
@@ -55,6 +65,7 @@ export class RealClock extends SchedulerClock {
  */
 export class VirtualClock extends SchedulerClock {
   readonly scheduler = new VirtualTimeScheduler();
+  private readonly tracked = new Set<Promise<unknown>>();
 
   constructor(private readonly epochMs = Date.UTC(2026, 0, 1)) {
     super();
@@ -70,16 +81,31 @@ export class VirtualClock extends SchedulerClock {
     return this.scheduler.frame;
   }
 
+  override track<T>(work: Promise<T>): Promise<T> {
+    const done = work.finally(() => this.tracked.delete(done));
+    this.tracked.add(done);
+    return work;
+  }
+
+  /** Lets promise chains and tracked I/O finish before time moves on. */
+  private async quiesce(): Promise<void> {
+    await settle();
+    while (this.tracked.size > 0) {
+      await Promise.allSettled([...this.tracked]);
+      await settle();
+    }
+  }
+
   /** Moves time forward by `ms`, firing every timer that falls due on the way. */
   async advance(ms: number): Promise<void> {
     const target = this.scheduler.frame + ms;
-    await settle();
+    await this.quiesce();
     for (;;) {
       const next = this.scheduler.actions[0];
       if (!next || next.delay > target) break;
       this.scheduler.maxFrames = next.delay;
       this.scheduler.flush();
-      await settle();
+      await this.quiesce();
     }
     this.scheduler.frame = target;
     this.scheduler.maxFrames = target;
@@ -92,7 +118,7 @@ export class VirtualClock extends SchedulerClock {
   async advanceUntil(predicate: () => boolean, options: { stepMs?: number; maxMs: number }): Promise<number> {
     const step = options.stepMs ?? 100;
     const start = this.scheduler.frame;
-    await settle();
+    await this.quiesce();
     while (!predicate()) {
       if (this.scheduler.frame - start >= options.maxMs) {
         throw new Error(`condition not met within ${options.maxMs} ms of virtual time`);

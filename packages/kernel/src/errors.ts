@@ -23,7 +23,8 @@ export class NodeletError extends Error {
   }
 }
 
-export const notFound = (message: string, cause?: unknown) => new NodeletError('NotFound', message, { cause });
+export const notFound = (message: string, cause?: unknown) =>
+  new NodeletError('NotFound', message, { cause });
 export const alreadyExists = (message: string) => new NodeletError('AlreadyExists', message);
 export const invalidInput = (message: string) => new NodeletError('InvalidInput', message);
 export const failedPrecondition = (message: string) => new NodeletError('FailedPrecondition', message);

@@ -40,10 +40,21 @@ export interface EventCatalogue {
 
   // Pod workers.
   '[PodWorker] Pod Terminated': { podUid: string; podName: string; namespace: string };
-  '[PodWorker] Sync Failed': { podUid: string; podName: string; namespace: string; reason: string; message: string };
+  '[PodWorker] Sync Failed': {
+    podUid: string;
+    podName: string;
+    namespace: string;
+    reason: string;
+    message: string;
+  };
 
   // Node.
-  '[Node] Condition Changed': { type: string; status: 'True' | 'False' | 'Unknown'; reason: string; message: string };
+  '[Node] Condition Changed': {
+    type: string;
+    status: 'True' | 'False' | 'Unknown';
+    reason: string;
+    message: string;
+  };
   '[Eviction] Eviction Started': { podUid: string; signal: string; message: string };
 
   // Proxy.

@@ -59,8 +59,13 @@ export class Kernel {
   }
 
   /** Adds a plugin with its raw configuration; `origin` names where that configuration came from. */
-  use<C>(plugin: NodeletPlugin<C>, config?: unknown, origin = `plugin '${plugin.manifest.name}' configuration`): this {
-    if (this.state !== 'new') throw new LinkError(`cannot add plugin '${plugin.manifest.name}' after the kernel started`);
+  use<C>(
+    plugin: NodeletPlugin<C>,
+    config?: unknown,
+    origin = `plugin '${plugin.manifest.name}' configuration`,
+  ): this {
+    if (this.state !== 'new')
+      throw new LinkError(`cannot add plugin '${plugin.manifest.name}' after the kernel started`);
     this.loaded.push({ plugin, config: config ?? {}, origin });
     return this;
   }
@@ -148,7 +153,8 @@ export class Kernel {
     for (const cap of builtIns) container.bind(cap.identifier).toConstantValue(this.root.get(cap.identifier));
     for (const cap of declared.values()) {
       if (!this.root.isBound(cap.identifier)) continue;
-      for (const impl of this.root.getAll(cap.identifier)) container.bind(cap.identifier).toConstantValue(impl);
+      for (const impl of this.root.getAll(cap.identifier))
+        container.bind(cap.identifier).toConstantValue(impl);
     }
 
     const mustDeclare = (cap: Capability<unknown>, verb: string) => {
@@ -197,7 +203,9 @@ export class Kernel {
     await plugin.register(context);
     for (const id of provides) {
       if (!provided.has(id)) {
-        throw new LinkError(`plugin '${name}' declares that it provides '${id}' but did not provide it in register()`);
+        throw new LinkError(
+          `plugin '${name}' declares that it provides '${id}' but did not provide it in register()`,
+        );
       }
     }
     return entry;

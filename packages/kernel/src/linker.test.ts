@@ -105,7 +105,10 @@ test('refuses a plugin that provides what it did not declare, or declares what i
     register: () => {},
   });
   const e2 = await t.throwsAsync(quietKernel().use(lazy).start());
-  t.is(e2?.message, "plugin 'lazy' declares that it provides 'test.greeter' but did not provide it in register()");
+  t.is(
+    e2?.message,
+    "plugin 'lazy' declares that it provides 'test.greeter' but did not provide it in register()",
+  );
 });
 
 test('refuses the same plugin loaded twice', async (t) => {
@@ -134,7 +137,9 @@ test('validates plugin configuration against its schema, naming origin and field
   await quietKernel().use(configured, {}).start();
 
   const err = await t.throwsAsync(
-    quietKernel().use(configured, { mode: 'medium', latncyMs: 1 }, 'nodelet.yaml: plugins.configured').start(),
+    quietKernel()
+      .use(configured, { mode: 'medium', latncyMs: 1 }, 'nodelet.yaml: plugins.configured')
+      .start(),
   );
   t.is(
     err?.message,
@@ -156,13 +161,17 @@ test('starts in dependency order, stops in reverse, and stops what started when 
         ctx.onStop(() => void log.push(`stop ${name}`));
       },
     });
-  const k = quietKernel().use(p('top', [], [GreeterCap])).use(p('base', [GreeterCap], []));
+  const k = quietKernel()
+    .use(p('top', [], [GreeterCap]))
+    .use(p('base', [GreeterCap], []));
   await k.start();
   await k.stop();
   t.deepEqual(log, ['start base', 'start top', 'stop top', 'stop base']);
 
   log.length = 0;
-  const k2 = quietKernel().use(p('top', [], [GreeterCap], true)).use(p('base', [GreeterCap], []));
+  const k2 = quietKernel()
+    .use(p('top', [], [GreeterCap], true))
+    .use(p('base', [GreeterCap], []));
   await t.throwsAsync(k2.start(), { message: 'top cannot start' });
   t.deepEqual(log, ['start base', 'stop base']);
 });

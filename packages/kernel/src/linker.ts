@@ -14,7 +14,10 @@ export interface LinkedGraph {
   readonly providers: ReadonlyMap<string, readonly string[]>;
 }
 
-export function link(plugins: readonly NodeletPlugin<any>[], builtIn: readonly AnyCapability[] = []): LinkedGraph {
+export function link(
+  plugins: readonly NodeletPlugin<any>[],
+  builtIn: readonly AnyCapability[] = [],
+): LinkedGraph {
   const byName = new Map<string, NodeletPlugin<any>>();
   for (const plugin of plugins) {
     const { name } = plugin.manifest;
@@ -65,7 +68,9 @@ export function link(plugins: readonly NodeletPlugin<any>[], builtIn: readonly A
     if (mark === 'done') return;
     if (mark === 'visiting') {
       const cycle = [...path.slice(path.indexOf(name)), name];
-      throw new LinkError(`plugins form a dependency cycle: ${cycle.join(' → ')}; break it by removing one requirement`);
+      throw new LinkError(
+        `plugins form a dependency cycle: ${cycle.join(' → ')}; break it by removing one requirement`,
+      );
     }
     state.set(name, 'visiting');
     path.push(name);

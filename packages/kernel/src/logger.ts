@@ -35,7 +35,10 @@ export function formatLogRecord(r: LogRecord): string {
   const pad = (n: number, w = 2) => String(n).padStart(w, '0');
   const stamp = `${pad(d.getUTCMonth() + 1)}${pad(d.getUTCDate())} ${pad(d.getUTCHours())}:${pad(d.getUTCMinutes())}:${pad(d.getUTCSeconds())}.${pad(d.getUTCMilliseconds(), 3)}`;
   const fields = Object.entries(r.fields)
-    .map(([k, v]) => `${k}=${typeof v === 'string' ? JSON.stringify(v) : v instanceof Error ? JSON.stringify(v.message) : JSON.stringify(v)}`)
+    .map(
+      ([k, v]) =>
+        `${k}=${typeof v === 'string' ? JSON.stringify(v) : v instanceof Error ? JSON.stringify(v.message) : JSON.stringify(v)}`,
+    )
     .join(' ');
   return `${levelLetter[r.level]}${stamp} ${r.component}] ${r.message}${fields ? ' ' + fields : ''}`;
 }

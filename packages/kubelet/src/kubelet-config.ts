@@ -1,0 +1,212 @@
+import { dirname, resolve } from 'node:path';
+import { ConfigError, type Logger, readYamlFile } from '@nodelet/kernel';
+import { parseDuration } from './duration.js';
+
+/**
+ * The upstream KubeletConfiguration file (kubelet.config.k8s.io/v1beta1, `--config`). Fields nodelet
+ * implements are read; every other known field is reported once by name — never silently ignored —
+ * and a field upstream does not have is an error.
+ */
+export interface KubeletConfigValues {
+  staticPodPath?: string;
+  staticPodURL?: string;
+  staticPodURLHeader?: Record<string, string>;
+  fileCheckFrequencyMs?: number;
+  httpCheckFrequencyMs?: number;
+  syncFrequencyMs?: number;
+  readOnlyPort?: number;
+  address?: string;
+  podLogsDir?: string;
+  maxPods?: number;
+  containerRuntimeEndpoint?: string;
+  imageServiceEndpoint?: string;
+  runtimeRequestTimeoutMs?: number;
+}
+
+type Reader = (value: unknown, field: string, out: KubeletConfigValues, baseDir: string) => void;
+
+const str = (field: string, value: unknown): string => {
+  if (typeof value !== 'string') throw new Error(`field "${field}" must be a string`);
+  return value;
+};
+const int = (field: string, value: unknown, min: number, max: number): number => {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
+    throw new Error(`field "${field}" must be an integer from ${min} to ${max}`);
+  }
+  return value;
+};
+
+const implemented: Record<string, Reader> = {
+  staticPodPath: (v, f, o, base) => (o.staticPodPath = resolve(base, str(f, v))),
+  staticPodURL: (v, f, o) => (o.staticPodURL = str(f, v)),
+  staticPodURLHeader: (v, _f, o) => {
+    const headers: Record<string, string> = {};
+    for (const [k, vals] of Object.entries((v ?? {}) as Record<string, unknown>)) {
+      headers[k] = (Array.isArray(vals) ? vals : [vals]).map(String).join(', ');
+    }
+    o.staticPodURLHeader = headers;
+  },
+  fileCheckFrequency: (v, f, o) => (o.fileCheckFrequencyMs = parseDuration(str(f, v), f)),
+  httpCheckFrequency: (v, f, o) => (o.httpCheckFrequencyMs = parseDuration(str(f, v), f)),
+  syncFrequency: (v, f, o) => (o.syncFrequencyMs = parseDuration(str(f, v), f)),
+  readOnlyPort: (v, f, o) => (o.readOnlyPort = int(f, v, 0, 65535)),
+  address: (v, f, o) => (o.address = str(f, v)),
+  podLogsDir: (v, f, o) => (o.podLogsDir = str(f, v)),
+  maxPods: (v, f, o) => (o.maxPods = int(f, v, 1, 1_000_000)),
+  containerRuntimeEndpoint: (v, f, o) => (o.containerRuntimeEndpoint = str(f, v)),
+  imageServiceEndpoint: (v, f, o) => (o.imageServiceEndpoint = str(f, v)),
+  runtimeRequestTimeout: (v, f, o) => (o.runtimeRequestTimeoutMs = parseDuration(str(f, v), f)),
+};
+
+/** Upstream v1beta1 fields nodelet does not implement yet: accepted, reported once by name. */
+const notYetImplemented = new Set([
+  'enableServer',
+  'port',
+  'tlsCertFile',
+  'tlsPrivateKeyFile',
+  'tlsCipherSuites',
+  'tlsMinVersion',
+  'rotateCertificates',
+  'serverTLSBootstrap',
+  'authentication',
+  'authorization',
+  'registryPullQPS',
+  'registryBurst',
+  'eventRecordQPS',
+  'eventBurst',
+  'enableDebuggingHandlers',
+  'enableContentionProfiling',
+  'healthzPort',
+  'healthzBindAddress',
+  'oomScoreAdj',
+  'clusterDomain',
+  'clusterDNS',
+  'streamingConnectionIdleTimeout',
+  'nodeStatusUpdateFrequency',
+  'nodeStatusReportFrequency',
+  'nodeLeaseDurationSeconds',
+  'imageMinimumGCAge',
+  'imageMaximumGCAge',
+  'imageGCHighThresholdPercent',
+  'imageGCLowThresholdPercent',
+  'volumeStatsAggPeriod',
+  'kubeletCgroups',
+  'systemCgroups',
+  'cgroupRoot',
+  'cgroupsPerQOS',
+  'cgroupDriver',
+  'cpuManagerPolicy',
+  'cpuManagerPolicyOptions',
+  'cpuManagerReconcilePeriod',
+  'memoryManagerPolicy',
+  'topologyManagerPolicy',
+  'topologyManagerScope',
+  'topologyManagerPolicyOptions',
+  'qosReserved',
+  'hairpinMode',
+  'podCIDR',
+  'podPidsLimit',
+  'resolvConf',
+  'runOnce',
+  'cpuCFSQuota',
+  'cpuCFSQuotaPeriod',
+  'nodeStatusMaxImages',
+  'maxOpenFiles',
+  'contentType',
+  'kubeAPIQPS',
+  'kubeAPIBurst',
+  'serializeImagePulls',
+  'maxParallelImagePulls',
+  'evictionHard',
+  'evictionSoft',
+  'evictionSoftGracePeriod',
+  'evictionPressureTransitionPeriod',
+  'evictionMaxPodGracePeriod',
+  'evictionMinimumReclaim',
+  'podsPerCore',
+  'enableControllerAttachDetach',
+  'protectKernelDefaults',
+  'makeIPTablesUtilChains',
+  'iptablesMasqueradeBit',
+  'iptablesDropBit',
+  'featureGates',
+  'failSwapOn',
+  'memorySwap',
+  'containerLogMaxSize',
+  'containerLogMaxFiles',
+  'containerLogMaxWorkers',
+  'containerLogMonitorInterval',
+  'configMapAndSecretChangeDetectionStrategy',
+  'systemReserved',
+  'kubeReserved',
+  'reservedSystemCPUs',
+  'showHiddenMetricsForVersion',
+  'systemReservedCgroup',
+  'kubeReservedCgroup',
+  'enforceNodeAllocatable',
+  'allowedUnsafeSysctls',
+  'volumePluginDir',
+  'providerID',
+  'kernelMemcgNotification',
+  'logging',
+  'enableSystemLogHandler',
+  'enableSystemLogQuery',
+  'shutdownGracePeriod',
+  'shutdownGracePeriodCriticalPods',
+  'shutdownGracePeriodByPodPriority',
+  'crashLoopBackOff',
+  'reservedMemory',
+  'enableProfilingHandler',
+  'enableDebugFlagsHandler',
+  'seccompDefault',
+  'memoryThrottlingFactor',
+  'registerWithTaints',
+  'registerNode',
+  'tracing',
+  'localStorageCapacityIsolation',
+  'imageServiceEndpoint',
+  'failCgroupV1',
+  'userNamespaces',
+  'mergeDefaultEvictionSettings',
+  'imagePullCredentialsVerificationPolicy',
+  'preloadedImagesVerificationAllowlist',
+  'singleProcessOOMKill',
+  'staticPodURLHeader',
+]);
+
+export function readKubeletConfig(path: string, logger: Logger): KubeletConfigValues {
+  const raw = readYamlFile(path);
+  if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
+    throw new ConfigError(`${path}: a KubeletConfiguration must be a YAML mapping`);
+  }
+  const doc = raw as Record<string, unknown>;
+  if (doc.kind !== 'KubeletConfiguration' || doc.apiVersion !== 'kubelet.config.k8s.io/v1beta1') {
+    throw new ConfigError(
+      `${path}: expected apiVersion "kubelet.config.k8s.io/v1beta1" and kind "KubeletConfiguration", got apiVersion ${JSON.stringify(doc.apiVersion)} and kind ${JSON.stringify(doc.kind)}`,
+    );
+  }
+  const out: KubeletConfigValues = {};
+  const base = dirname(resolve(path));
+  for (const [field, value] of Object.entries(doc)) {
+    if (field === 'apiVersion' || field === 'kind') continue;
+    const reader = implemented[field];
+    if (reader) {
+      try {
+        reader(value, field, out, base);
+      } catch (err) {
+        throw new ConfigError(`${path}: ${(err as Error).message}`);
+      }
+    } else if (notYetImplemented.has(field)) {
+      logger.once(
+        `kubelet-config:${field}`,
+        'warn',
+        `${path}: KubeletConfiguration field "${field}" is not supported by nodelet yet; ignoring it`,
+      );
+    } else {
+      throw new ConfigError(
+        `${path}: unknown KubeletConfiguration field "${field}"; remove it or check its spelling`,
+      );
+    }
+  }
+  return out;
+}

@@ -1,0 +1,337 @@
+import { hostname, totalmem } from 'node:os';
+import type { Pod, PodList } from '@nodelet/api';
+import { CriAnnotations, CriLabels, type ImageService, type RuntimeService } from '@nodelet/cri';
+import { type Clock, type EventBus, errorMessage, type Logger } from '@nodelet/kernel';
+import type { Subscription } from 'rxjs';
+import { FileSource, PodConfig, type PodSource, UrlSource } from './config/index.js';
+import { ImagePuller, podRef } from './image-puller.js';
+import { KubeRuntime } from './kuberuntime.js';
+import { GenericPleg } from './pleg.js';
+import type { ProbeVerdicts } from './pod-actions.js';
+import { generatePodStatus, type WaitingReason } from './pod-status.js';
+import { type PodSyncer, PodWorkers, type SyncOutcome } from './pod-workers.js';
+import { emptyRuntimePodStatus } from './runtime-pod.js';
+import { StatusManager } from './status-manager.js';
+import { VolumeManager } from './volumes.js';
+
+/**
+ * The kubelet: pod sources feed the pod manager; each pod has a worker that runs `syncPod`; PLEG relists
+ * the runtime every second and wakes the workers of pods whose containers changed; housekeeping removes
+ * what no source wants any more; the status manager keeps every pod's API status.
+ *
+ *   sources ──► PodConfig ──[Source] Pod Added/Updated/Removed──► pod manager ──► PodWorkers ──► syncPod
+ *                                                                                    ▲            │ CRI
+ *   runtime ◄──────────────── PLEG relist (1 s) ──[PLEG] Container …──────────────────┘            ▼
+ *                                                                             StatusManager ◄── status
+ */
+export interface KubeletOptions {
+  nodeName: string;
+  hostIP: string;
+  /** Kubelet root directory (`rootDirectory`): volumes live under `<root>/pods/<uid>`. */
+  rootDir: string;
+  /** Pod log root (`podLogsDir`, upstream /var/log/pods). */
+  podLogsDir: string;
+  podManifestPath?: string;
+  manifestUrl?: string;
+  manifestUrlHeaders?: Record<string, string>;
+  fileCheckFrequencyMs?: number;
+  httpCheckFrequencyMs?: number;
+  /** Periodic resync of every pod (upstream syncFrequency, 1 min). */
+  syncFrequencyMs?: number;
+  housekeepingPeriodMs?: number;
+  plegRelistPeriodMs?: number;
+  memoryCapacityBytes?: number;
+  /** Extra sources (tests, embedders). */
+  sources?: PodSource[];
+}
+
+export interface KubeletDeps {
+  runtime: RuntimeService;
+  images: ImageService;
+  bus: EventBus;
+  clock: Clock;
+  logger: Logger;
+  probes?: ProbeVerdicts;
+}
+
+export class Kubelet implements PodSyncer {
+  readonly podConfig: PodConfig;
+  readonly workers: PodWorkers;
+  readonly pleg: GenericPleg;
+  readonly statusManager: StatusManager;
+  readonly kubeRuntime: KubeRuntime;
+  readonly startedAt: number;
+  /** Desired pods by UID (upstream pod manager). */
+  private readonly desired = new Map<string, Pod>();
+  /** Pods being terminated: still reported until they are gone. */
+  private readonly terminating = new Map<string, Pod>();
+  private readonly waiting = new Map<string, Map<string, WaitingReason>>();
+  private readonly sources: PodSource[] = [];
+  private readonly subscriptions: Subscription[] = [];
+  private cancelHousekeeping?: () => void;
+  private readonly logger: Logger;
+
+  constructor(
+    private readonly deps: KubeletDeps,
+    readonly options: KubeletOptions,
+  ) {
+    const { clock, bus } = deps;
+    this.logger = deps.logger;
+    this.startedAt = clock.now();
+    const puller = new ImagePuller(deps.images, clock, this.logger.child('images'));
+    this.kubeRuntime = new KubeRuntime(deps.runtime, puller, new VolumeManager(options.rootDir), {
+      nodeName: options.nodeName,
+      podLogsDir: options.podLogsDir,
+      memoryCapacityBytes: options.memoryCapacityBytes ?? totalmem(),
+      clock,
+      logger: this.logger.child('kuberuntime'),
+    });
+    this.statusManager = new StatusManager(bus);
+    this.workers = new PodWorkers(this, clock, this.logger.child('pod-workers'), {
+      resyncIntervalMs: options.syncFrequencyMs ?? 60_000,
+    });
+    this.pleg = new GenericPleg(
+      deps.runtime,
+      bus,
+      clock,
+      this.logger.child('pleg'),
+      (uids) => {
+        for (const uid of uids) this.workers.requestSync(uid);
+      },
+      { relistPeriodMs: options.plegRelistPeriodMs },
+    );
+    this.podConfig = new PodConfig({ bus, clock, logger: this.logger.child('config') });
+    if (options.podManifestPath) {
+      this.sources.push(
+        new FileSource({
+          path: options.podManifestPath,
+          nodeName: options.nodeName,
+          clock,
+          logger: this.logger.child('file-source'),
+          bus,
+          fileCheckFrequencyMs: options.fileCheckFrequencyMs,
+        }),
+      );
+    }
+    if (options.manifestUrl) {
+      this.sources.push(
+        new UrlSource({
+          url: options.manifestUrl,
+          headers: options.manifestUrlHeaders,
+          nodeName: options.nodeName,
+          clock,
+          logger: this.logger.child('url-source'),
+          bus,
+          checkFrequencyMs: options.httpCheckFrequencyMs,
+        }),
+      );
+    }
+    this.sources.push(...(options.sources ?? []));
+  }
+
+  async start(): Promise<void> {
+    const { bus } = this.deps;
+    this.subscriptions.push(
+      bus.subscribe(['[Source] Pod Added', '[Source] Pod Updated'], (e) => this.handlePodUpsert(e.pod)),
+      bus.subscribe('[Source] Pod Removed', (e) => this.handlePodRemoved(e.pod)),
+    );
+    for (const source of this.sources) this.podConfig.attach(source);
+    this.pleg.start();
+    this.scheduleHousekeeping();
+    this.logger.info('kubelet started', {
+      node: this.options.nodeName,
+      sources: this.sources.map((s) => s.name).join(','),
+    });
+  }
+
+  async stop(): Promise<void> {
+    for (const s of this.subscriptions) s.unsubscribe();
+    this.subscriptions.length = 0;
+    this.podConfig.stop();
+    this.pleg.stop();
+    this.cancelHousekeeping?.();
+    this.workers.stop();
+    await this.workers.whenIdle();
+  }
+
+  /** Every pod the kubelet runs or is terminating, with its latest status (the `/pods` endpoint). */
+  podList(): PodList {
+    const items: Pod[] = [];
+    for (const [uid, pod] of [...this.desired, ...this.terminating]) {
+      items.push({ ...pod, status: this.statusManager.get(uid) ?? { phase: 'Pending' } });
+    }
+    return { kind: 'PodList', apiVersion: 'v1', metadata: {}, items };
+  }
+
+  getPod(namespace: string, name: string): Pod | undefined {
+    return this.podList().items.find(
+      (p) => p.metadata?.name === name && (p.metadata?.namespace ?? 'default') === namespace,
+    );
+  }
+
+  healthz(): { healthy: boolean; message: string } {
+    return this.pleg.healthy();
+  }
+
+  // --- source events -------------------------------------------------------------------------------
+
+  private handlePodUpsert(pod: Pod): void {
+    const uid = pod.metadata!.uid!;
+    this.desired.set(uid, pod);
+    this.workers.updatePod(pod);
+  }
+
+  private handlePodRemoved(pod: Pod): void {
+    const uid = pod.metadata!.uid!;
+    const known = this.desired.get(uid) ?? pod;
+    this.desired.delete(uid);
+    this.terminating.set(uid, known);
+    this.workers.killPod(uid);
+  }
+
+  // --- PodSyncer -----------------------------------------------------------------------------------
+
+  async syncPod(pod: Pod): Promise<SyncOutcome> {
+    const {
+      uid,
+      name,
+      namespace = 'default',
+    } = pod.metadata! as { uid: string; name: string; namespace?: string };
+    const before = await this.kubeRuntime.getPodStatus(uid, name, namespace);
+    const result = await this.kubeRuntime.syncPod(
+      pod,
+      before,
+      this.options.hostIP,
+      this.deps.probes,
+      this.waiting.get(uid),
+    );
+    this.waiting.set(uid, result.waiting);
+    const after = result.changed ? await this.kubeRuntime.getPodStatus(uid, name, namespace) : before;
+    this.updateStatus(pod, after);
+    return { requeueAfterMs: result.requeueAfterMs };
+  }
+
+  async terminatePod(pod: Pod, gracePeriodSeconds: number | undefined): Promise<void> {
+    const {
+      uid,
+      name,
+      namespace = 'default',
+    } = pod.metadata! as { uid: string; name: string; namespace?: string };
+    const status = await this.kubeRuntime.getPodStatus(uid, name, namespace);
+    this.logger.info('Terminating pod', { pod: podRef(pod), podUID: uid });
+    await this.kubeRuntime.killPodWithStatus(pod, status, gracePeriodSeconds);
+    this.updateStatus(pod, await this.kubeRuntime.getPodStatus(uid, name, namespace), true);
+  }
+
+  async cleanupPod(pod: Pod): Promise<void> {
+    const {
+      uid,
+      name,
+      namespace = 'default',
+    } = pod.metadata! as { uid: string; name: string; namespace?: string };
+    const status = await this.kubeRuntime.getPodStatus(uid, name, namespace);
+    await this.kubeRuntime.removePod(pod, status);
+  }
+
+  podTerminated(pod: Pod): void {
+    const uid = pod.metadata!.uid!;
+    this.terminating.delete(uid);
+    this.waiting.delete(uid);
+    this.statusManager.delete(uid);
+    this.deps.bus.emit('[PodWorker] Pod Terminated', {
+      podUid: uid,
+      podName: pod.metadata!.name!,
+      namespace: pod.metadata!.namespace ?? 'default',
+    });
+    this.logger.info('Pod terminated and removed', { pod: podRef(pod), podUID: uid });
+  }
+
+  private updateStatus(pod: Pod, runtime: ReturnType<typeof emptyRuntimePodStatus>, terminal = false): void {
+    const uid = pod.metadata!.uid!;
+    const status = generatePodStatus({
+      pod,
+      runtime,
+      waiting: this.waiting.get(uid) ?? new Map(),
+      ready: () => true,
+      started: () => true,
+      hostIP: this.options.hostIP,
+      now: this.deps.clock.now(),
+      previous: this.statusManager.get(uid),
+      terminal,
+    });
+    this.statusManager.set(pod, status);
+  }
+
+  // --- housekeeping --------------------------------------------------------------------------------
+
+  private scheduleHousekeeping(): void {
+    this.cancelHousekeeping = this.deps.clock.setTimeout(() => {
+      void this.housekeeping().finally(() => {
+        if (this.cancelHousekeeping) this.scheduleHousekeeping();
+      });
+    }, this.options.housekeepingPeriodMs ?? 2_000);
+  }
+
+  /**
+   * Removes what no source wants: sandboxes and containers of pods that are neither desired nor being
+   * terminated (deleted while the kubelet was down), once every source has been seen — so a restart
+   * adopts its pods instead of killing them. Also keeps only the newest dead container per name.
+   */
+  async housekeeping(): Promise<void> {
+    if (!this.podConfig.seenAllSources()) return;
+    try {
+      const { items } = await this.deps.runtime.listPodSandbox({});
+      const orphans = new Map<string, { name: string; namespace: string }>();
+      for (const sb of items) {
+        const uid = sb.labels[CriLabels.PodUID];
+        if (!uid || this.desired.has(uid) || this.workers.isKnown(uid)) continue;
+        orphans.set(uid, {
+          name: sb.labels[CriLabels.PodName] ?? '',
+          namespace: sb.labels[CriLabels.PodNamespace] ?? '',
+        });
+      }
+      for (const [uid, { name, namespace }] of orphans) {
+        const status = await this.kubeRuntime.getPodStatus(uid, name, namespace);
+        const grace = Number(
+          (
+            await this.deps.runtime.listContainers({
+              filter: { id: '', podSandboxId: '', labelSelector: { [CriLabels.PodUID]: uid } },
+            })
+          ).containers[0]?.annotations[CriAnnotations.PodTerminationGracePeriod] ?? 30,
+        );
+        const pod: Pod = {
+          metadata: { uid, name, namespace },
+          spec: { containers: [], terminationGracePeriodSeconds: grace },
+        };
+        this.logger.info('Cleaning up orphaned pod', { pod: `${namespace}/${name}`, podUID: uid });
+        await this.kubeRuntime.killPodWithStatus(pod, status, undefined, 'the pod is no longer wanted');
+        await this.kubeRuntime.removePod(pod, await this.kubeRuntime.getPodStatus(uid, name, namespace));
+      }
+      await this.garbageCollectContainers();
+    } catch (err) {
+      this.logger.warn('housekeeping failed; will retry', { err: errorMessage(err) });
+    }
+  }
+
+  /** Keeps the newest container of each (pod, name) and one dead one before it; removes older dead ones. */
+  private async garbageCollectContainers(): Promise<void> {
+    const { containers } = await this.deps.runtime.listContainers({});
+    const byKey = new Map<string, typeof containers>();
+    for (const c of containers) {
+      const key = `${c.labels[CriLabels.PodUID]}/${c.labels[CriLabels.ContainerName]}`;
+      const list = byKey.get(key) ?? [];
+      list.push(c);
+      byKey.set(key, list);
+    }
+    for (const list of byKey.values()) {
+      if (list.length <= 2) continue;
+      list.sort((a, b) => Number(b.createdAt - a.createdAt));
+      for (const old of list.slice(2)) {
+        if (old.state === 2 /* EXITED */) await this.deps.runtime.removeContainer({ containerId: old.id });
+      }
+    }
+  }
+}
+
+export const defaultNodeName = () => hostname().toLowerCase();
+export { emptyRuntimePodStatus };

@@ -1,0 +1,528 @@
+import { mkdir } from 'node:fs/promises';
+import type { Container, Pod } from '@nodelet/api';
+import {
+  ContainerConfig,
+  ContainerState,
+  containerLogPath,
+  CriAnnotations,
+  CriLabels,
+  Mount,
+  NamespaceMode,
+  nanosToMs,
+  PodSandboxConfig,
+  podLogsDirectory,
+  PodSandboxState,
+  Protocol,
+  type RuntimeService,
+} from '@nodelet/cri';
+import { Backoff, type Clock, errorMessage, type Logger } from '@nodelet/kernel';
+import { hashContainer } from './container-hash.js';
+import { containerEnv, EnvError, expandCommand } from './env.js';
+import { ImagePullError, type ImagePuller, podRef } from './image-puller.js';
+import { computePodActions, type PodActions, type ProbeVerdicts } from './pod-actions.js';
+import type { WaitingReason } from './pod-status.js';
+import { containerResources } from './resources.js';
+import {
+  type ContainerRuntimeState,
+  type RuntimeContainer,
+  type RuntimePodStatus,
+  emptyRuntimePodStatus,
+} from './runtime-pod.js';
+import { VolumeError, type VolumeManager } from './volumes.js';
+
+/**
+ * The kubelet's side of CRI (upstream kuberuntime): reads a pod's state back from the runtime through
+ * our labels and annotations, and carries out the actions of one sync — sandbox, init containers, app
+ * containers, kills — with CrashLoopBackOff and image pull policy on the way.
+ */
+export interface KubeRuntimeOptions {
+  nodeName: string;
+  podLogsDir: string;
+  memoryCapacityBytes: number;
+  clock: Clock;
+  logger: Logger;
+  crashLoopBackoff?: Backoff;
+  /** Minimum grace period when stopping a container on the kubelet's own initiative (upstream: 2 s). */
+  minimumGracePeriodSeconds?: number;
+}
+
+export interface SyncResult {
+  /** Why containers wait, by container name (cleared for a container once it starts). */
+  waiting: Map<string, WaitingReason>;
+  /** When the pod should be synced again (a backoff ends), ms from now. */
+  requeueAfterMs?: number;
+  /** Whether anything was changed in the runtime. */
+  changed: boolean;
+  actions: PodActions;
+}
+
+const stateOf = (s: ContainerState): ContainerRuntimeState =>
+  s === ContainerState.CONTAINER_RUNNING
+    ? 'running'
+    : s === ContainerState.CONTAINER_EXITED
+      ? 'exited'
+      : s === ContainerState.CONTAINER_CREATED
+        ? 'created'
+        : 'unknown';
+
+export class KubeRuntime {
+  readonly crashLoopBackoff: Backoff;
+  private readonly minGrace: number;
+
+  constructor(
+    private readonly runtime: RuntimeService,
+    private readonly images: ImagePuller,
+    private readonly volumes: VolumeManager,
+    private readonly options: KubeRuntimeOptions,
+  ) {
+    this.crashLoopBackoff = options.crashLoopBackoff ?? new Backoff(options.clock);
+    this.minGrace = options.minimumGracePeriodSeconds ?? 2;
+  }
+
+  /** Everything the runtime holds for one pod UID. */
+  async getPodStatus(uid: string, name: string, namespace: string): Promise<RuntimePodStatus> {
+    const selector = { [CriLabels.PodUID]: uid };
+    const [sandboxes, containers] = await Promise.all([
+      this.runtime.listPodSandbox({ filter: { id: '', labelSelector: selector } }),
+      this.runtime.listContainers({ filter: { id: '', podSandboxId: '', labelSelector: selector } }),
+    ]);
+    const status = emptyRuntimePodStatus(uid, name, namespace);
+    const ordered = [...sandboxes.items].sort((a, b) => Number(b.createdAt - a.createdAt));
+    for (const sb of ordered) {
+      const ready = sb.state === PodSandboxState.SANDBOX_READY;
+      let ip = '';
+      let additionalIps: string[] = [];
+      if (ready) {
+        const s = await this.runtime.podSandboxStatus({ podSandboxId: sb.id, verbose: false });
+        ip = s.status?.network?.ip ?? '';
+        additionalIps = s.status?.network?.additionalIps.map((p) => p.ip) ?? [];
+      }
+      status.sandboxes.push({
+        id: sb.id,
+        ready,
+        attempt: sb.metadata?.attempt ?? 0,
+        createdAt: nanosToMs(sb.createdAt),
+        ip,
+        additionalIps,
+      });
+    }
+    const details = await Promise.all(
+      containers.containers.map((c) =>
+        this.runtime.containerStatus({ containerId: c.id, verbose: false }).then(
+          (r) => r.status,
+          () => undefined, // removed between list and status
+        ),
+      ),
+    );
+    for (const s of details) {
+      if (!s) continue;
+      status.containers.push({
+        id: s.id,
+        name: s.labels[CriLabels.ContainerName] ?? s.metadata?.name ?? '',
+        state: stateOf(s.state),
+        image: s.image?.image ?? '',
+        imageRef: s.imageRef,
+        createdAt: nanosToMs(s.createdAt),
+        startedAt: nanosToMs(s.startedAt),
+        finishedAt: nanosToMs(s.finishedAt),
+        exitCode: s.exitCode,
+        reason: s.reason,
+        message: s.message,
+        restartCount: Number(s.annotations[CriAnnotations.ContainerRestartCount] ?? 0),
+        hash: s.annotations[CriAnnotations.ContainerHash] ?? '',
+      });
+    }
+    status.containers.sort((a, b) => b.createdAt - a.createdAt);
+    return status;
+  }
+
+  /** One sync: compute the actions and carry them out. */
+  async syncPod(
+    pod: Pod,
+    status: RuntimePodStatus,
+    hostIP: string,
+    probes?: ProbeVerdicts,
+    previousWaiting?: ReadonlyMap<string, WaitingReason>,
+  ): Promise<SyncResult> {
+    const actions = computePodActions(pod, status, probes);
+    const result: SyncResult = { waiting: new Map(previousWaiting), changed: false, actions };
+    const wants = (ms: number) => {
+      result.requeueAfterMs = Math.max(0, Math.min(result.requeueAfterMs ?? Infinity, ms));
+    };
+
+    if (actions.killPod) {
+      result.changed =
+        (await this.killPodWithStatus(pod, status, undefined, 'the pod sandbox changed')) || result.changed;
+      if (!actions.createSandbox) return result;
+    }
+    for (const kill of actions.containersToKill) {
+      this.options.logger.info('Killing container', {
+        pod: podRef(pod),
+        container: kill.container.name,
+        reason: kill.message,
+      });
+      await this.killContainer(pod, kill.container, undefined);
+      result.changed = true;
+    }
+
+    let sandboxId = actions.sandboxId;
+    let podIP = status.sandboxes[0]?.ip ?? '';
+    const sandboxConfig = this.sandboxConfig(pod, actions.attempt);
+    if (actions.createSandbox) {
+      try {
+        await this.options.clock.track(mkdir(sandboxConfig.logDirectory, { recursive: true }));
+        sandboxId = (
+          await this.runtime.runPodSandbox({
+            config: sandboxConfig,
+            runtimeHandler: pod.spec?.runtimeClassName ?? '',
+          })
+        ).podSandboxId;
+        const s = await this.runtime.podSandboxStatus({ podSandboxId: sandboxId, verbose: false });
+        podIP = s.status?.network?.ip ?? '';
+        result.changed = true;
+      } catch (err) {
+        const message = `Failed to create pod sandbox: ${errorMessage(err)}`;
+        this.options.logger.error('CreatePodSandbox failed', { pod: podRef(pod), err: errorMessage(err) });
+        for (const c of [...(pod.spec?.initContainers ?? []), ...pod.spec!.containers]) {
+          result.waiting.set(c.name, { reason: 'ContainerCreating', message });
+        }
+        wants(10_000);
+        return result;
+      }
+    }
+
+    let volumePaths: Map<string, string>;
+    try {
+      volumePaths = await this.options.clock.track(this.volumes.setUp(pod));
+    } catch (err) {
+      const message = errorMessage(err);
+      this.options.logger.error('Unable to attach or mount volumes', { pod: podRef(pod), err: message });
+      for (const c of pod.spec!.containers)
+        result.waiting.set(c.name, { reason: 'ContainerCreating', message });
+      wants(10_000);
+      return result;
+    }
+
+    const toStart: Container[] = actions.nextInitContainerToStart
+      ? [actions.nextInitContainerToStart]
+      : actions.containersToStart;
+    await Promise.all(
+      toStart.map(async (container) => {
+        const outcome = await this.startContainer(
+          pod,
+          container,
+          status,
+          sandboxId,
+          sandboxConfig,
+          podIP,
+          hostIP,
+          volumePaths,
+        );
+        if (outcome.started) {
+          result.waiting.delete(container.name);
+          result.changed = true;
+        } else {
+          result.waiting.set(container.name, outcome.waiting!);
+          if (outcome.retryAt !== undefined) wants(outcome.retryAt - this.options.clock.now());
+        }
+      }),
+    );
+    // Containers that need nothing (running, or done for good) have no waiting reason.
+    for (const name of [...result.waiting.keys()]) {
+      if (
+        !toStart.some((c) => c.name === name) &&
+        status.containers.some((c) => c.name === name && c.state === 'running')
+      ) {
+        result.waiting.delete(name);
+      }
+    }
+    return result;
+  }
+
+  /** Stops every running container (grace period: override, else the pod's) and every ready sandbox. */
+  async killPodWithStatus(
+    pod: Pod,
+    status: RuntimePodStatus,
+    gracePeriodOverride: number | undefined,
+    why = 'the pod is being terminated',
+  ): Promise<boolean> {
+    let changed = false;
+    const running = status.containers.filter(
+      (c) => c.state === 'running' || c.state === 'created' || c.state === 'unknown',
+    );
+    if (running.length > 0) {
+      this.options.logger.info('Killing pod containers', {
+        pod: podRef(pod),
+        reason: why,
+        containers: running.length,
+      });
+    }
+    await Promise.all(
+      running.map(async (c) => {
+        await this.killContainer(pod, c, gracePeriodOverride);
+        changed = true;
+      }),
+    );
+    for (const sb of status.sandboxes.filter((s) => s.ready)) {
+      await this.runtime.stopPodSandbox({ podSandboxId: sb.id });
+      changed = true;
+    }
+    return changed;
+  }
+
+  /** Removes every container and sandbox of the pod, and its volumes. */
+  async removePod(pod: Pod, status: RuntimePodStatus): Promise<void> {
+    for (const c of status.containers) await this.runtime.removeContainer({ containerId: c.id });
+    for (const sb of status.sandboxes) await this.runtime.removePodSandbox({ podSandboxId: sb.id });
+    await this.options.clock.track(this.volumes.tearDown(pod.metadata!.uid!));
+    this.crashLoopBackoff.gc();
+  }
+
+  async killContainer(
+    pod: Pod,
+    container: RuntimeContainer,
+    gracePeriodOverride: number | undefined,
+  ): Promise<void> {
+    let grace = pod.metadata?.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
+    if (grace < this.minGrace) grace = this.minGrace;
+    if (gracePeriodOverride !== undefined) grace = gracePeriodOverride;
+    await this.runtime.stopContainer({ containerId: container.id, timeout: BigInt(grace) });
+  }
+
+  private backoffKey(pod: Pod, container: Container): string {
+    return `${pod.metadata?.name}_${pod.metadata?.namespace}_${pod.metadata?.uid}_${container.name}_${hashContainer(container)}`;
+  }
+
+  private async startContainer(
+    pod: Pod,
+    container: Container,
+    status: RuntimePodStatus,
+    sandboxId: string,
+    sandboxConfig: PodSandboxConfig,
+    podIP: string,
+    hostIP: string,
+    volumePaths: Map<string, string>,
+  ): Promise<{ started: boolean; waiting?: WaitingReason; retryAt?: number }> {
+    const clock = this.options.clock;
+    const latest = status.containers.find((c) => c.name === container.name);
+    // CrashLoopBackOff, as upstream doBackOff: measured from when the last instance finished.
+    if (latest?.state === 'exited') {
+      const key = this.backoffKey(pod, container);
+      if (this.crashLoopBackoff.isInBackoffSince(key, latest.finishedAt)) {
+        const delay = this.crashLoopBackoff.get(key);
+        return {
+          started: false,
+          waiting: {
+            reason: 'CrashLoopBackOff',
+            message: `back-off ${formatDuration(delay)} restarting failed container=${container.name} pod=${pod.metadata?.name}_${pod.metadata?.namespace}(${pod.metadata?.uid})`,
+          },
+          retryAt: latest.finishedAt + delay,
+        };
+      }
+      this.crashLoopBackoff.next(key, latest.finishedAt);
+    }
+
+    let image: { image: string; imageRef: string };
+    try {
+      image = await this.images.ensureImageExists(pod, container);
+    } catch (err) {
+      if (err instanceof ImagePullError) {
+        this.options.logger.warn('Failed to ensure image', {
+          pod: podRef(pod),
+          container: container.name,
+          reason: err.reason,
+          err: err.message,
+        });
+        // After a failed pull, sync again shortly so the status moves on to ImagePullBackOff (as users see
+        // it upstream), then again when the backoff ends.
+        const retryAt =
+          err.reason === 'ErrImagePull' ? clock.now() + 1_000 : this.images.backoffEndsAt(pod, container);
+        return { started: false, waiting: { reason: err.reason, message: err.message }, retryAt };
+      }
+      return {
+        started: false,
+        waiting: { reason: 'ErrImagePull', message: errorMessage(err) },
+        retryAt: clock.now() + 10_000,
+      };
+    }
+
+    const restartCount = latest ? latest.restartCount + 1 : 0;
+    let config: ContainerConfig;
+    try {
+      config = this.containerConfig(
+        pod,
+        container,
+        image.image,
+        restartCount,
+        { podIP, hostIP },
+        volumePaths,
+      );
+    } catch (err) {
+      const message = errorMessage(err);
+      this.options.logger.error('Failed to generate container config', {
+        pod: podRef(pod),
+        container: container.name,
+        err: message,
+      });
+      return {
+        started: false,
+        waiting: { reason: 'CreateContainerConfigError', message },
+        retryAt: clock.now() + 10_000,
+      };
+    }
+
+    let containerId: string;
+    try {
+      containerId = (await this.runtime.createContainer({ podSandboxId: sandboxId, config, sandboxConfig }))
+        .containerId;
+    } catch (err) {
+      const message = errorMessage(err);
+      this.options.logger.error('CreateContainer failed', {
+        pod: podRef(pod),
+        container: container.name,
+        err: message,
+      });
+      return {
+        started: false,
+        waiting: { reason: 'CreateContainerError', message },
+        retryAt: clock.now() + 10_000,
+      };
+    }
+    try {
+      await this.runtime.startContainer({ containerId });
+    } catch (err) {
+      const message = errorMessage(err);
+      this.options.logger.error('StartContainer failed', {
+        pod: podRef(pod),
+        container: container.name,
+        err: message,
+      });
+      return {
+        started: false,
+        waiting: { reason: 'RunContainerError', message },
+        retryAt: clock.now() + 10_000,
+      };
+    }
+    this.options.logger.debug('Started container', {
+      pod: podRef(pod),
+      container: container.name,
+      containerID: containerId,
+    });
+    return { started: true };
+  }
+
+  sandboxConfig(pod: Pod, attempt: number): PodSandboxConfig {
+    const meta = pod.metadata!;
+    const namespace = meta.namespace ?? 'default';
+    const ports = pod.spec!.containers.flatMap((c) => c.ports ?? []).filter((p) => p.hostPort);
+    return PodSandboxConfig.fromPartial({
+      metadata: { name: meta.name!, namespace, uid: meta.uid!, attempt },
+      hostname: pod.spec?.hostname ?? meta.name!,
+      logDirectory: podLogsDirectory(this.options.podLogsDir, namespace, meta.name!, meta.uid!),
+      portMappings: ports.map((p) => ({
+        protocol: p.protocol === 'UDP' ? Protocol.UDP : p.protocol === 'SCTP' ? Protocol.SCTP : Protocol.TCP,
+        containerPort: p.containerPort,
+        hostPort: p.hostPort ?? 0,
+        hostIp: p.hostIP ?? '',
+      })),
+      labels: {
+        ...(meta.labels ?? {}),
+        [CriLabels.PodName]: meta.name!,
+        [CriLabels.PodNamespace]: namespace,
+        [CriLabels.PodUID]: meta.uid!,
+      },
+      annotations: { ...(meta.annotations ?? {}) },
+      linux: {
+        cgroupParent: '',
+        securityContext: {
+          namespaceOptions: {
+            network: pod.spec?.hostNetwork ? NamespaceMode.NODE : NamespaceMode.POD,
+            pid: pod.spec?.hostPID
+              ? NamespaceMode.NODE
+              : pod.spec?.shareProcessNamespace
+                ? NamespaceMode.POD
+                : NamespaceMode.CONTAINER,
+            ipc: pod.spec?.hostIPC ? NamespaceMode.NODE : NamespaceMode.POD,
+          },
+        },
+      },
+    });
+  }
+
+  private containerConfig(
+    pod: Pod,
+    container: Container,
+    image: string,
+    restartCount: number,
+    facts: { podIP: string; hostIP: string },
+    volumePaths: Map<string, string>,
+  ): ContainerConfig {
+    const meta = pod.metadata!;
+    const env = containerEnv(pod, container, { ...facts, nodeName: this.options.nodeName });
+    const mounts = (container.volumeMounts ?? []).map((vm) => {
+      const hostPath = volumePaths.get(vm.name);
+      if (!hostPath)
+        throw new VolumeError(
+          `container "${container.name}": volumeMount "${vm.name}" names no volume of the pod`,
+        );
+      return Mount.fromPartial({
+        containerPath: vm.mountPath,
+        hostPath: vm.subPath ? `${hostPath}/${vm.subPath}` : hostPath,
+        readonly: !!vm.readOnly,
+      });
+    });
+    const res = containerResources(pod, container, this.options.memoryCapacityBytes);
+    return ContainerConfig.fromPartial({
+      metadata: { name: container.name, attempt: restartCount },
+      image: { image, userSpecifiedImage: container.image ?? '' },
+      command: expandCommand(container.command, env),
+      args: expandCommand(container.args, env),
+      workingDir: container.workingDir ?? '',
+      envs: env.map(([key, value]) => ({ key, value })),
+      mounts,
+      labels: {
+        [CriLabels.PodName]: meta.name!,
+        [CriLabels.PodNamespace]: meta.namespace ?? 'default',
+        [CriLabels.PodUID]: meta.uid!,
+        [CriLabels.ContainerName]: container.name,
+      },
+      annotations: {
+        [CriAnnotations.ContainerHash]: hashContainer(container),
+        [CriAnnotations.ContainerRestartCount]: String(restartCount),
+        [CriAnnotations.ContainerTerminationMessagePath]:
+          container.terminationMessagePath ?? '/dev/termination-log',
+        [CriAnnotations.ContainerTerminationMessagePolicy]: container.terminationMessagePolicy ?? 'File',
+        [CriAnnotations.PodTerminationGracePeriod]: String(pod.spec?.terminationGracePeriodSeconds ?? 30),
+        ...(container.ports?.length
+          ? { [CriAnnotations.ContainerPorts]: JSON.stringify(container.ports) }
+          : {}),
+      },
+      logPath: containerLogPath(container.name, restartCount),
+      stdin: !!container.stdin,
+      stdinOnce: !!container.stdinOnce,
+      tty: !!container.tty,
+      linux: {
+        resources: {
+          cpuShares: BigInt(res.cpuShares),
+          cpuQuota: BigInt(res.cpuQuota),
+          cpuPeriod: BigInt(res.cpuPeriod),
+          memoryLimitInBytes: BigInt(res.memoryLimitInBytes),
+          oomScoreAdj: BigInt(res.oomScoreAdj),
+        },
+        securityContext: {
+          privileged: !!container.securityContext?.privileged,
+          readonlyRootfs: !!container.securityContext?.readOnlyRootFilesystem,
+        },
+      },
+    });
+  }
+}
+
+export { EnvError };
+
+/** Go's time.Duration.String() for whole seconds and minutes: 10s, 1m20s, 5m0s. */
+export function formatDuration(ms: number): string {
+  const s = Math.round(ms / 1000);
+  if (s < 60) return `${s}s`;
+  return `${Math.floor(s / 60)}m${s % 60}s`;
+}

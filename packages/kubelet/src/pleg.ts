@@ -1,0 +1,144 @@
+import { ContainerState, CriLabels, type RuntimeService } from '@nodelet/cri';
+import { type Clock, type EventBus, errorMessage, type Logger } from '@nodelet/kernel';
+
+/**
+ * The generic PLEG (pod lifecycle event generator): relist every container in the runtime each period,
+ * diff against the previous relist, and emit what changed on the bus. One relist is two CRI calls and a
+ * map diff, O(containers). Unhealthy when no relist has succeeded for `unhealthyAfterMs` (3 min):
+ * the node then reports "PLEG is not healthy".
+ *
+ *   absent ──► running      Container Started
+ *   running ─► exited       Container Died
+ *   absent ──► exited       Container Died (it came and went between two relists)
+ *   present ─► absent       Container Removed
+ *   other state changes     Container Changed
+ */
+export interface PlegOptions {
+  relistPeriodMs?: number;
+  unhealthyAfterMs?: number;
+}
+
+type State = 'created' | 'running' | 'exited' | 'unknown';
+
+interface Seen {
+  podUid: string;
+  state: State;
+}
+
+const stateName = (s: ContainerState): State =>
+  s === ContainerState.CONTAINER_RUNNING
+    ? 'running'
+    : s === ContainerState.CONTAINER_EXITED
+      ? 'exited'
+      : s === ContainerState.CONTAINER_CREATED
+        ? 'created'
+        : 'unknown';
+
+export class GenericPleg {
+  readonly relistPeriodMs: number;
+  readonly unhealthyAfterMs: number;
+  private previous = new Map<string, Seen>();
+  private lastSuccess: number;
+  private cancelTimer?: () => void;
+  private relisting = false;
+  private failures = 0;
+  private wasHealthy = true;
+
+  constructor(
+    private readonly runtime: RuntimeService,
+    private readonly bus: EventBus,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+    /** Called with the UIDs of pods that had an event, so their workers sync them. */
+    private readonly onPodsChanged: (uids: Set<string>) => void,
+    options: PlegOptions = {},
+  ) {
+    this.relistPeriodMs = options.relistPeriodMs ?? 1000;
+    this.unhealthyAfterMs = options.unhealthyAfterMs ?? 180_000;
+    this.lastSuccess = clock.now();
+  }
+
+  start(): void {
+    this.lastSuccess = this.clock.now();
+    this.schedule();
+  }
+
+  stop(): void {
+    this.cancelTimer?.();
+    this.cancelTimer = undefined;
+  }
+
+  /** Healthy while the last successful relist is recent enough; the message says why not. */
+  healthy(): { healthy: boolean; message: string } {
+    const since = this.clock.now() - this.lastSuccess;
+    if (since > this.unhealthyAfterMs) {
+      return {
+        healthy: false,
+        message: `pleg was last seen active ${Math.round(since / 1000)}s ago; threshold is ${Math.round(this.unhealthyAfterMs / 1000)}s`,
+      };
+    }
+    return { healthy: true, message: '' };
+  }
+
+  /** One relist: list, diff, emit. Exposed for tests (one step at a time). */
+  async relist(): Promise<void> {
+    if (this.relisting) return;
+    this.relisting = true;
+    try {
+      const { containers } = await this.runtime.listContainers({});
+      const current = new Map<string, Seen>();
+      const changedPods = new Set<string>();
+      for (const c of containers) {
+        const podUid = c.labels[CriLabels.PodUID];
+        if (!podUid) continue; // not ours
+        const state = stateName(c.state);
+        current.set(c.id, { podUid, state });
+        const before = this.previous.get(c.id);
+        if (before?.state === state) continue;
+        changedPods.add(podUid);
+        if (state === 'running') this.bus.emit('[PLEG] Container Started', { podUid, containerId: c.id });
+        else if (state === 'exited') this.bus.emit('[PLEG] Container Died', { podUid, containerId: c.id });
+        else this.bus.emit('[PLEG] Container Changed', { podUid, containerId: c.id });
+      }
+      for (const [id, before] of this.previous) {
+        if (current.has(id)) continue;
+        changedPods.add(before.podUid);
+        this.bus.emit('[PLEG] Container Removed', { podUid: before.podUid, containerId: id });
+      }
+      this.previous = current;
+      this.lastSuccess = this.clock.now();
+      if (this.failures > 0)
+        this.logger.info('PLEG relist succeeded again', { failedRelists: this.failures });
+      this.failures = 0;
+      if (changedPods.size > 0) this.onPodsChanged(changedPods);
+    } catch (err) {
+      this.failures++;
+      // Once per backoff step (1, 2, 4, … failures), not once a second.
+      if ((this.failures & (this.failures - 1)) === 0) {
+        this.logger.error('PLEG relist failed', { failures: this.failures, err: errorMessage(err) });
+      }
+    } finally {
+      this.relisting = false;
+      this.reportHealth();
+    }
+  }
+
+  private reportHealth(): void {
+    const { healthy, message } = this.healthy();
+    if (healthy !== this.wasHealthy) {
+      this.wasHealthy = healthy;
+      this.bus.emit('[PLEG] Health Changed', {
+        healthy,
+        message: healthy ? 'PLEG is healthy' : `PLEG is not healthy: ${message}`,
+      });
+    }
+  }
+
+  private schedule(): void {
+    this.cancelTimer = this.clock.setTimeout(() => {
+      void this.relist().finally(() => {
+        if (this.cancelTimer) this.schedule();
+      });
+    }, this.relistPeriodMs);
+  }
+}

@@ -1,0 +1,275 @@
+import type {
+  Container,
+  ContainerState,
+  ContainerStatus,
+  Pod,
+  PodCondition,
+  PodPhase,
+  PodStatus,
+} from '@nodelet/api';
+import {
+  latestContainer,
+  previousContainer,
+  type RuntimeContainer,
+  type RuntimePodStatus,
+} from './runtime-pod.js';
+
+/**
+ * The API status of a pod from its spec and what the runtime holds — upstream's generateAPIPodStatus and
+ * getPhase. Pure functions: the phase table and the waiting reasons are tested directly.
+ */
+
+/** Why a container is waiting, from the last sync (upstream's reasonCache): CrashLoopBackOff, ErrImagePull, … */
+export interface WaitingReason {
+  reason: string;
+  message: string;
+}
+
+export interface StatusInputs {
+  pod: Pod;
+  runtime: RuntimePodStatus;
+  /** Last sync's failure per container name. */
+  waiting: ReadonlyMap<string, WaitingReason>;
+  /** Readiness by runtime container id; a container absent here is ready when running. */
+  ready: (containerId: string, container: Container) => boolean;
+  /** Whether the startup probe of a running container has succeeded (true when it has none). */
+  started: (containerId: string, container: Container) => boolean;
+  hostIP: string;
+  /** The time this status is generated, ms since the epoch. */
+  now: number;
+  /** The previous status, to keep transition times and startTime stable. */
+  previous?: PodStatus;
+  /** True once the kubelet has stopped the pod for good (terminal). */
+  terminal?: boolean;
+}
+
+export const rfc3339 = (ms: number): string =>
+  new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+
+function terminatedState(c: RuntimeContainer): ContainerState {
+  const reason = c.reason || (c.exitCode === 0 ? 'Completed' : 'Error');
+  return {
+    terminated: {
+      exitCode: c.exitCode,
+      reason,
+      ...(c.message ? { message: c.message } : {}),
+      startedAt: c.startedAt ? rfc3339(c.startedAt) : undefined,
+      finishedAt: c.finishedAt ? rfc3339(c.finishedAt) : undefined,
+      containerID: `containerd://${c.id}`,
+    } as any,
+  };
+}
+
+export function containerStatus(
+  container: Container,
+  inputs: StatusInputs,
+  defaultWaiting: string,
+  isInit: boolean,
+): ContainerStatus {
+  const latest = latestContainer(inputs.runtime, container.name);
+  const waiting = inputs.waiting.get(container.name);
+  const status: ContainerStatus = {
+    name: container.name,
+    image: container.image ?? '',
+    imageID: latest?.imageRef ?? '',
+    ready: false,
+    restartCount: latest?.restartCount ?? 0,
+    started: false,
+    state: { waiting: { reason: defaultWaiting } },
+    lastState: {},
+  };
+  if (latest) status.containerID = `containerd://${latest.id}`;
+  const previous = previousContainer(inputs.runtime, container.name);
+  if (previous && previous.state === 'exited') status.lastState = terminatedState(previous);
+
+  if (latest?.state === 'running') {
+    status.state = { running: { startedAt: rfc3339(latest.startedAt) } };
+    status.started = inputs.started(latest.id, container);
+    status.ready = !isInit && status.started && inputs.ready(latest.id, container);
+  } else if (latest?.state === 'exited') {
+    // A dead container that will be restarted shows as waiting (CrashLoopBackOff while backing off),
+    // with the dead one as lastState — as kubectl users know it.
+    if (waiting) {
+      status.state = { waiting: { reason: waiting.reason, message: waiting.message } };
+      status.lastState = terminatedState(latest);
+    } else {
+      status.state = terminatedState(latest);
+    }
+  } else if (waiting) {
+    status.state = { waiting: { reason: waiting.reason, message: waiting.message } };
+  }
+  if (isInit && status.state?.terminated?.exitCode === 0) status.ready = true;
+  return status;
+}
+
+/** Upstream getPhase (regular init containers; sidecar init containers are not supported yet). */
+export function getPhase(
+  pod: Pod,
+  init: ContainerStatus[],
+  app: ContainerStatus[],
+  terminal = false,
+): PodPhase {
+  const spec = pod.spec!;
+  let pendingInit = 0;
+  let failedInit = 0;
+  for (const container of spec.initContainers ?? []) {
+    const s = init.find((c) => c.name === container.name);
+    if (!s) {
+      pendingInit++;
+    } else if (s.state?.running) {
+      pendingInit++;
+    } else if (s.state?.terminated) {
+      if (s.state.terminated.exitCode !== 0) failedInit++;
+    } else if (s.state?.waiting) {
+      if (s.lastState?.terminated) {
+        if (s.lastState.terminated.exitCode !== 0) failedInit++;
+      } else {
+        pendingInit++;
+      }
+    } else {
+      pendingInit++;
+    }
+  }
+  let unknown = 0;
+  let running = 0;
+  let waiting = 0;
+  let stopped = 0;
+  let succeeded = 0;
+  for (const container of spec.containers) {
+    const s = app.find((c) => c.name === container.name);
+    if (!s) unknown++;
+    else if (s.state?.running) running++;
+    else if (s.state?.terminated) {
+      stopped++;
+      if (s.state.terminated.exitCode === 0) succeeded++;
+    } else if (s.state?.waiting) {
+      if (s.lastState?.terminated) stopped++;
+      else waiting++;
+    } else unknown++;
+  }
+  const policy = spec.restartPolicy ?? 'Always';
+  if (failedInit > 0 && policy === 'Never') return 'Failed';
+  const anyAppStarted = app.some((s) => s.state?.running || s.state?.terminated || s.lastState?.terminated);
+  if ((pendingInit > 0 && !anyAppStarted) || waiting > 0) return 'Pending';
+  if (running > 0 && unknown === 0) return 'Running';
+  if (running === 0 && stopped > 0 && unknown === 0) {
+    if (terminal) return stopped === succeeded ? 'Succeeded' : 'Failed';
+    if (policy === 'Always') return 'Running';
+    if (stopped === succeeded) return 'Succeeded';
+    if (policy === 'Never') return 'Failed';
+    return 'Running';
+  }
+  return 'Pending';
+}
+
+function condition(
+  type: string,
+  ok: boolean,
+  now: number,
+  previous: PodStatus | undefined,
+  reason?: string,
+  message?: string,
+): PodCondition {
+  const status = ok ? 'True' : 'False';
+  const before = previous?.conditions?.find((c) => c.type === type);
+  const lastTransitionTime = before && before.status === status ? before.lastTransitionTime : rfc3339(now);
+  return {
+    type,
+    status,
+    lastProbeTime: null as any,
+    lastTransitionTime,
+    ...(ok || !reason ? {} : { reason, message }),
+  };
+}
+
+export function generatePodStatus(inputs: StatusInputs): PodStatus {
+  const { pod, runtime, now, previous } = inputs;
+  const spec = pod.spec!;
+  const initDone = (spec.initContainers ?? []).every(
+    (c) =>
+      latestContainer(runtime, c.name)?.state === 'exited' &&
+      latestContainer(runtime, c.name)?.exitCode === 0,
+  );
+  const appStarted = spec.containers.some((c) => latestContainer(runtime, c.name));
+  const initStatuses = (spec.initContainers ?? []).map((c) =>
+    containerStatus(c, inputs, 'PodInitializing', true),
+  );
+  const appStatuses = spec.containers.map((c) =>
+    containerStatus(
+      c,
+      inputs,
+      (spec.initContainers ?? []).length > 0 && !initDone ? 'PodInitializing' : 'ContainerCreating',
+      false,
+    ),
+  );
+  const phase = getPhase(pod, initStatuses, appStatuses, inputs.terminal);
+  const initialized = initDone || appStarted;
+  const notReady = appStatuses.filter((s) => !s.ready).map((s) => s.name);
+  const containersReady = notReady.length === 0;
+  const pendingInit = initStatuses.filter((s) => !s.ready).map((s) => s.name);
+  const sandbox = runtime.sandboxes[0];
+  const sandboxReady = !!sandbox?.ready && (!!sandbox.ip || !!spec.hostNetwork);
+  const completed = phase === 'Succeeded' || phase === 'Failed';
+
+  const conditions: PodCondition[] = [
+    condition('PodReadyToStartContainers', sandboxReady, now, previous),
+    condition(
+      'Initialized',
+      initialized,
+      now,
+      previous,
+      'ContainersNotInitialized',
+      `containers with incomplete status: [${pendingInit.join(' ')}]`,
+    ),
+    condition(
+      'Ready',
+      containersReady && !completed,
+      now,
+      previous,
+      completed ? 'PodCompleted' : 'ContainersNotReady',
+      completed ? '' : `containers with unready status: [${notReady.join(' ')}]`,
+    ),
+    condition(
+      'ContainersReady',
+      containersReady && !completed,
+      now,
+      previous,
+      completed ? 'PodCompleted' : 'ContainersNotReady',
+      completed ? '' : `containers with unready status: [${notReady.join(' ')}]`,
+    ),
+    condition('PodScheduled', true, now, previous),
+  ];
+
+  const podIP = sandbox?.ip || (spec.hostNetwork ? inputs.hostIP : '');
+  const status: PodStatus = {
+    phase,
+    conditions,
+    hostIP: inputs.hostIP,
+    hostIPs: inputs.hostIP ? [{ ip: inputs.hostIP }] : [],
+    ...(podIP ? { podIP, podIPs: [podIP, ...(sandbox?.additionalIps ?? [])].map((ip) => ({ ip })) } : {}),
+    startTime: previous?.startTime ?? rfc3339(now),
+    ...(initStatuses.length ? { initContainerStatuses: initStatuses } : {}),
+    containerStatuses: appStatuses,
+    qosClass: qosClass(pod),
+  };
+  return status;
+}
+
+/** Upstream GetPodQOS: Guaranteed when every container's requests equal limits for cpu and memory. */
+export function qosClass(pod: Pod): 'Guaranteed' | 'Burstable' | 'BestEffort' {
+  const containers = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])];
+  let any = false;
+  let guaranteed = true;
+  for (const c of containers) {
+    const req = c.resources?.requests ?? {};
+    const lim = c.resources?.limits ?? {};
+    if (Object.keys(req).length || Object.keys(lim).length) any = true;
+    for (const r of ['cpu', 'memory']) {
+      const limit = lim[r];
+      const request = req[r] ?? limit;
+      if (!limit || request !== limit) guaranteed = false;
+    }
+  }
+  if (!any) return 'BestEffort';
+  return guaranteed ? 'Guaranteed' : 'Burstable';
+}

@@ -1,0 +1,83 @@
+// Test support (not part of the package's API): a kubelet on the fake runtime under virtual time, fed by
+// a source the test controls.
+import type { Pod } from '@nodelet/api';
+import { createLogger, EventBus, MemorySink, VirtualClock } from '@nodelet/kernel';
+import { FakeRuntime } from '@nodelet/runtime-fake';
+import { BehaviorSubject } from 'rxjs';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Kubelet } from './kubelet.js';
+import type { PodSource } from './config/index.js';
+
+export class TestSource implements PodSource {
+  readonly name = 'api' as const;
+  private readonly subject = new BehaviorSubject<Pod[]>([]);
+  readonly snapshots$ = this.subject.asObservable();
+  originOf(): string {
+    return 'test';
+  }
+  start(): void {}
+  stop(): void {}
+  set(pods: Pod[]): void {
+    this.subject.next(pods);
+  }
+}
+
+export interface Harness {
+  clock: VirtualClock;
+  runtime: FakeRuntime;
+  kubelet: Kubelet;
+  source: TestSource;
+  logs: MemorySink;
+  bus: EventBus;
+  status(uid: string): NonNullable<Pod['status']>;
+}
+
+export async function startHarness(): Promise<Harness> {
+  const clock = new VirtualClock();
+  const logs = new MemorySink();
+  const logger = createLogger({ sink: logs.sink, level: 'debug', now: () => clock.now() });
+  const bus = new EventBus(clock, logger);
+  const runtime = new FakeRuntime({ clock, logger, config: {} as any });
+  const source = new TestSource();
+  const dir = mkdtempSync(join(tmpdir(), 'nodelet-kubelet-'));
+  const kubelet = new Kubelet(
+    { runtime, images: runtime, bus, clock, logger },
+    {
+      nodeName: 'node1',
+      hostIP: '192.0.2.10',
+      rootDir: join(dir, 'root'),
+      podLogsDir: join(dir, 'logs'),
+      sources: [source],
+    },
+  );
+  await kubelet.start();
+  return {
+    clock,
+    runtime,
+    kubelet,
+    source,
+    logs,
+    bus,
+    status: (uid) => kubelet.podList().items.find((p) => p.metadata?.uid === uid)?.status ?? {},
+  };
+}
+
+export function makePod(
+  name: string,
+  spec: Partial<NonNullable<Pod['spec']>>,
+  annotations: Record<string, string> = {},
+): Pod {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: 'default', uid: `uid-${name}`, annotations },
+    spec: {
+      restartPolicy: 'Always',
+      terminationGracePeriodSeconds: 30,
+      containers: [{ name: 'main', image: 'busybox:1.36', imagePullPolicy: 'IfNotPresent' }],
+      ...spec,
+    },
+  };
+}
