@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Shared settings and helpers for the containerd scripts. Sourced, never run.
 # Every setting can be overridden from the environment; see scripts/README.md.
+# shellcheck disable=SC2034 # the variables are used by the scripts sourcing this
 
 NODELET_CONTAINERD_DIR="${NODELET_CONTAINERD_DIR:-/var/lib/nodelet-ci/containerd}"
 NODELET_CONTAINERD_SOCK="${NODELET_CONTAINERD_SOCK:-/run/containerd/containerd.sock}"
@@ -22,6 +23,18 @@ CD_IMAGES_DIR="$NODELET_CONTAINERD_DIR/images"
 CNI_NETWORK_NAME="nodelet"
 
 SCRIPTS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+# Refuse directories that are not clearly ours: containerd's state dir is the
+# socket's directory and both it and NODELET_CONTAINERD_DIR may be deleted by
+# `teardown.sh --purge`.
+check_own_dir() { # dir description
+  local d="${1%/}"
+  [[ $d == /* && $d != *..* && "$(tr -cd / <<<"$d")" != / ]] ||
+    die "$2 '$1' must be an absolute path at least two levels deep (e.g. /run/containerd)"
+  case "$d" in
+    /usr/* | /etc | /etc/* | /proc/* | /sys/* | /dev/* | /var/lib | /var/run | /run/user*) die "$2 '$1' is a system directory" ;;
+  esac
+}
 
 log() { printf '[%s] %s\n' "${LOG_TAG:-nodelet}" "$*" >&2; }
 die() {
@@ -56,3 +69,6 @@ our_containerd_pid() {
   [[ "$(readlink "/proc/$pid/exe" 2>/dev/null)" == */containerd* ]] || return 1
   printf '%s\n' "$pid"
 }
+
+check_own_dir "$NODELET_CONTAINERD_DIR" NODELET_CONTAINERD_DIR
+check_own_dir "$CD_STATE" "containerd state dir (directory of NODELET_CONTAINERD_SOCK)"
