@@ -68,7 +68,8 @@ export function parseYamlText(text: string, origin: string): unknown {
   if (doc.errors.length > 0) {
     const e = doc.errors[0]!;
     const where = e.linePos?.[0] ? ` (line ${e.linePos[0].line}, column ${e.linePos[0].col})` : '';
-    throw new ConfigError(`${origin}: not valid YAML${where}: ${e.message.split('\n')[0]}`);
+    const reason = e.message.split('\n')[0]!.replace(/ at line \d+, column \d+:?$/, '');
+    throw new ConfigError(`${origin}: not valid YAML${where}: ${reason}`);
   }
   return doc.toJS() ?? {};
 }

@@ -47,7 +47,7 @@ export class Kernel {
   private registered: Registered[] = [];
   private started = 0;
   private state: KernelState = 'new';
-  private signalHandler?: () => void;
+  private signalHandler?: (signal: NodeJS.Signals) => void;
 
   constructor(options: KernelOptions = {}) {
     this.clock = options.clock ?? new RealClock();
@@ -110,14 +110,13 @@ export class Kernel {
 
   /** Stops the kernel on SIGINT/SIGTERM, then calls `onStopped` (e.g. to exit the process). */
   stopOnSignals(onStopped: (signal: string) => void = () => process.exit(0)): void {
-    let signal = 'SIGTERM';
-    const handler = () => {
+    const handler = (signal: NodeJS.Signals) => {
       this.logger.info('received signal; stopping', { signal });
       void this.stop().then(() => onStopped(signal));
     };
     this.signalHandler = handler;
-    process.once('SIGINT', () => ((signal = 'SIGINT'), handler()));
-    process.once('SIGTERM', () => ((signal = 'SIGTERM'), handler()));
+    process.once('SIGINT', handler);
+    process.once('SIGTERM', handler);
   }
 
   /** The provider of a capability, for the host program (CLI, tests). */

@@ -52,7 +52,6 @@ const implemented: Record<string, Reader> = {
   readOnlyPort: (v, f, o) => (o.readOnlyPort = int(f, v, 0, 65535)),
   address: (v, f, o) => (o.address = str(f, v)),
   podLogsDir: (v, f, o) => (o.podLogsDir = str(f, v)),
-  maxPods: (v, f, o) => (o.maxPods = int(f, v, 1, 1_000_000)),
   containerRuntimeEndpoint: (v, f, o) => (o.containerRuntimeEndpoint = str(f, v)),
   imageServiceEndpoint: (v, f, o) => (o.imageServiceEndpoint = str(f, v)),
   runtimeRequestTimeout: (v, f, o) => (o.runtimeRequestTimeoutMs = parseDuration(str(f, v), f)),
@@ -171,6 +170,7 @@ const notYetImplemented = new Set([
   'imagePullCredentialsVerificationPolicy',
   'preloadedImagesVerificationAllowlist',
   'singleProcessOOMKill',
+  'maxPods',
   'staticPodURLHeader',
 ]);
 

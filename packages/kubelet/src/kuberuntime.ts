@@ -1,4 +1,4 @@
-import { mkdir } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import type { Container, Pod } from '@nodelet/api';
 import {
   ContainerConfig,
@@ -275,6 +275,13 @@ export class KubeRuntime {
     for (const c of status.containers) await this.runtime.removeContainer({ containerId: c.id });
     for (const sb of status.sandboxes) await this.runtime.removePodSandbox({ podSandboxId: sb.id });
     await this.options.clock.track(this.volumes.tearDown(pod.metadata!.uid!));
+    const meta = pod.metadata!;
+    await this.options.clock.track(
+      rm(podLogsDirectory(this.options.podLogsDir, meta.namespace ?? 'default', meta.name!, meta.uid!), {
+        recursive: true,
+        force: true,
+      }),
+    );
     this.crashLoopBackoff.gc();
   }
 

@@ -1,0 +1,303 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import test from 'ava';
+import { createLogger, MemorySink } from '@nodelet/kernel';
+import { buildKernel, logLevelFor, parseKubeletArgs } from './kubelet-command.js';
+import { defaultDirs, parseHeaderFlags, resolveKubeletSetup, type SetupEnv } from './kubelet-setup.js';
+import { builtInRuntimes, checkRuntimeName, loadRuntime } from './runtimes.js';
+
+function tmp(t: { teardown: (fn: () => void) => void }): string {
+  const dir = mkdtempSync(join(tmpdir(), 'nodelet-cli-config-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+function env(cwd: string, sink = new MemorySink(), overrides: Partial<SetupEnv> = {}): SetupEnv {
+  return {
+    cwd,
+    hostname: 'My-Host',
+    isRoot: false,
+    homeDir: '/home/ada',
+    ipv4: ['192.0.2.7', '198.51.100.1'],
+    logger: createLogger({ sink: sink.sink }),
+    ...overrides,
+  };
+}
+
+const kubeletConfig = (extra = '') => `apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+staticPodPath: ./kc-manifests
+readOnlyPort: 10300
+address: 127.0.0.3
+podLogsDir: /kc/logs
+fileCheckFrequency: 5s
+${extra}`;
+
+test('defaults: hostname in lower case, fake runtime, home directories, 10255 on 127.0.0.1, first IPv4', (t) => {
+  const dir = tmp(t);
+  const setup = resolveKubeletSetup({}, env(dir));
+  t.deepEqual(setup.kubelet, {
+    nodeName: 'my-host',
+    hostIP: '192.0.2.7',
+    rootDir: '/home/ada/.nodelet/kubelet',
+    podLogsDir: '/home/ada/.nodelet/pods-logs',
+    readOnlyPort: 10255,
+    address: '127.0.0.1',
+  });
+  t.is(setup.runtime.name, 'fake');
+  t.deepEqual(defaultDirs({ isRoot: true, homeDir: '/root' }), {
+    rootDir: '/var/lib/kubelet',
+    podLogsDir: '/var/log/pods',
+  });
+  t.is(resolveKubeletSetup({}, env(dir, undefined, { ipv4: [] })).kubelet.hostIP, '127.0.0.1');
+});
+
+test('a KubeletConfiguration given to --config: its fields, paths relative to it', (t) => {
+  const dir = tmp(t);
+  const sink = new MemorySink();
+  writeFileSync(join(dir, 'kubelet.yaml'), kubeletConfig('evictionHard:\n  memory.available: "100Mi"\n'));
+  const setup = resolveKubeletSetup({ config: join(dir, 'kubelet.yaml') }, env('/elsewhere', sink));
+  t.like(setup.kubelet, {
+    podManifestPath: join(dir, 'kc-manifests'),
+    readOnlyPort: 10300,
+    address: '127.0.0.3',
+    podLogsDir: '/kc/logs',
+    fileCheckFrequencyMs: 5000,
+  });
+  t.is(sink.find('"evictionHard" is not supported by nodelet yet').length, 1);
+});
+
+test('precedence: flags > NodeletConfiguration > KubeletConfiguration > defaults', (t) => {
+  const dir = tmp(t);
+  writeFileSync(join(dir, 'kubelet.yaml'), kubeletConfig());
+  writeFileSync(
+    join(dir, 'nodelet.yaml'),
+    `apiVersion: nodelet.dev/v1alpha1
+kind: NodeletConfiguration
+nodeName: Config-Node
+runtime: fake
+kubelet:
+  kubeletConfig: ./kubelet.yaml
+  readOnlyPort: 10400
+  rootDir: ./root
+  manifestURL: http://config.example/pods
+  manifestURLHeader: { X-A: "1", X-B: ["2", "3"] }
+plugins:
+  runtime-fake: { pullLatencyMs: 5 }
+`,
+  );
+  const file = join(dir, 'nodelet.yaml');
+
+  const fromFiles = resolveKubeletSetup({ config: file }, env('/cwd'));
+  t.like(fromFiles.kubelet, {
+    nodeName: 'config-node', // nodelet config, lower-cased
+    readOnlyPort: 10400, // nodelet config over KubeletConfiguration's 10300
+    address: '127.0.0.3', // KubeletConfiguration over the default
+    podManifestPath: join(dir, 'kc-manifests'), // KubeletConfiguration, relative to its file
+    rootDir: join(dir, 'root'), // nodelet config, relative to its file
+    podLogsDir: '/kc/logs',
+    manifestUrl: 'http://config.example/pods',
+    manifestUrlHeaders: { 'X-A': '1', 'X-B': '2, 3' },
+  });
+  t.deepEqual(fromFiles.plugins, { 'runtime-fake': { pullLatencyMs: 5 } });
+  t.is(fromFiles.runtime.baseDir, dir);
+
+  const withFlags = resolveKubeletSetup(
+    {
+      config: file,
+      hostnameOverride: 'Flag-Node',
+      readOnlyPort: 0,
+      address: '0.0.0.0',
+      podManifestPath: 'm',
+      rootDir: 'r',
+      nodeIp: '203.0.113.9',
+      manifestUrl: 'http://flag.example/pods',
+      manifestUrlHeader: ['a:hello,b:again', 'b:beautiful'],
+    },
+    env('/cwd'),
+  );
+  t.like(withFlags.kubelet, {
+    nodeName: 'flag-node',
+    readOnlyPort: 0,
+    address: '0.0.0.0',
+    podManifestPath: '/cwd/m',
+    rootDir: '/cwd/r',
+    hostIP: '203.0.113.9',
+    manifestUrl: 'http://flag.example/pods',
+    manifestUrlHeaders: { a: 'hello', b: 'again, beautiful' },
+  });
+});
+
+test('flags: parsed like the upstream kubelet, errors in one line pointing at --help', (t) => {
+  const { flags } = parseKubeletArgs([
+    '--pod-manifest-path=/etc/kubernetes/manifests',
+    '--read-only-port',
+    '0',
+    '--v=3',
+    '--manifest-url-header',
+    'a:1',
+    '--manifest-url-header=b:2',
+  ]);
+  t.deepEqual(flags, {
+    podManifestPath: '/etc/kubernetes/manifests',
+    readOnlyPort: 0,
+    v: 3,
+    manifestUrlHeader: ['a:1', 'b:2'],
+  });
+  t.is(logLevelFor(flags.v), 'debug');
+  t.is(logLevelFor(undefined), 'info');
+  t.is(parseKubeletArgs(['-h']).help, true);
+  t.is(parseKubeletArgs(['-v=4']).flags.v, 4);
+  t.is(parseKubeletArgs(['-v', '1']).flags.v, 1);
+
+  t.throws(() => parseKubeletArgs(['--foo']), { message: 'unknown flag --foo; see nodelet kubelet --help' });
+  t.throws(() => parseKubeletArgs(['--foo=bar']), {
+    message: 'unknown flag --foo; see nodelet kubelet --help',
+  });
+  t.throws(() => parseKubeletArgs(['--read-only-port', 'http']), {
+    message: 'flag --read-only-port must be an integer from 0 to 65535, got "http"',
+  });
+  t.throws(() => parseKubeletArgs(['--root-dir']), { message: /^flag --root-dir needs a value/ });
+  t.throws(() => parseKubeletArgs(['extra']), {
+    message: 'unexpected argument "extra"; see nodelet kubelet --help',
+  });
+  t.throws(() => parseHeaderFlags(['novalue']), {
+    message: 'flag --manifest-url-header: "novalue" is not Key:Value',
+  });
+  t.throws(() => resolveKubeletSetup({ nodeIp: 'localhost' }, env('/')), {
+    message: /--node-ip must be an IP address/,
+  });
+});
+
+test('bad YAML in --config names the file and the line', (t) => {
+  const dir = tmp(t);
+  const file = join(dir, 'nodelet.yaml');
+  writeFileSync(
+    file,
+    'apiVersion: nodelet.dev/v1alpha1\nkind: NodeletConfiguration\nkubelet:\n  rootDir: [unclosed\n',
+  );
+  const err = t.throws(() => resolveKubeletSetup({ config: file }, env(dir)));
+  t.regex(err!.message, new RegExp(`^${file}: not valid YAML \\(line \\d+, column \\d+\\)`));
+  t.notRegex(err!.message, /\n/);
+});
+
+test('NodeletConfiguration errors name the file and the field', (t) => {
+  const dir = tmp(t);
+  const file = join(dir, 'nodelet.yaml');
+  const check = (body: string, message: string | RegExp) => {
+    writeFileSync(file, `apiVersion: nodelet.dev/v1alpha1\nkind: NodeletConfiguration\n${body}`);
+    t.throws(() => resolveKubeletSetup({ config: file }, env(dir)), { message }, body);
+  };
+  check('kubelet:\n  readOnlyPort: http\n', `${file}: field "kubelet.readOnlyPort" must be of type integer`);
+  check(
+    'kubelet:\n  staticPodPath: ./m\n',
+    `${file}: unknown field "kubelet.staticPodPath"; remove it or check its spelling`,
+  );
+  check('nodname: x\n', `${file}: unknown field "nodname"; remove it or check its spelling`);
+  check('runtime: 7\n', `${file}: field "runtime" must be of type string`);
+  check(
+    'runtime: Docker Engine\n',
+    `${file}: field "runtime" must be one of "fake", "containerd", "crio", or an npm package or path that exports a nodelet plugin; got "Docker Engine"`,
+  );
+  check(
+    'runtime: Fake\n',
+    /must be one of "fake", "containerd", "crio".*got "Fake" \(did you mean "fake"\?\)$/,
+  );
+  check(
+    'kubelet:\n  kubeletConfig: ./missing.yaml\n',
+    new RegExp(`^${dir}/missing.yaml: cannot read the file`),
+  );
+
+  writeFileSync(file, 'apiVersion: v1\nkind: Pod\n');
+  t.throws(() => resolveKubeletSetup({ config: file }, env(dir)), {
+    message: `${file}: expected kind "NodeletConfiguration" (apiVersion "nodelet.dev/v1alpha1") or "KubeletConfiguration" (apiVersion "kubelet.config.k8s.io/v1beta1"), got kind "Pod"`,
+  });
+  writeFileSync(
+    file,
+    'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nstaticPodPth: /x\n',
+  );
+  t.throws(() => resolveKubeletSetup({ config: file }, env(dir)), {
+    message: /unknown KubeletConfiguration field "staticPodPth"/,
+  });
+});
+
+test('runtime: the table of built-ins, containerd and crio say what they need, packages and paths are imported', async (t) => {
+  t.deepEqual([...builtInRuntimes.keys()], ['fake', 'containerd', 'crio']);
+  const fake = await loadRuntime({ name: 'fake', origin: 'flag --runtime', baseDir: '/' });
+  t.is(fake.manifest.name, 'runtime-fake');
+  await t.throwsAsync(loadRuntime({ name: 'containerd', origin: 'flag --runtime', baseDir: '/' }), {
+    message: 'runtime "containerd" needs the runtime-cri plugin, which is not installed in this build',
+  });
+  await t.throwsAsync(loadRuntime({ name: 'crio', origin: 'flag --runtime', baseDir: '/' }), {
+    message: 'runtime "crio" needs the runtime-cri plugin, which is not installed in this build',
+  });
+  await t.throwsAsync(
+    loadRuntime({ name: 'nodelet-runtime-nonexistent', origin: 'flag --runtime', baseDir: '/' }),
+    {
+      message:
+        'flag --runtime: cannot load runtime package "nodelet-runtime-nonexistent": it is not installed; the runtime must be one of "fake", "containerd", "crio", or an npm package or path that exports a nodelet plugin',
+    },
+  );
+  t.throws(() => checkRuntimeName({ name: 'not a package', origin: 'flag --runtime', baseDir: '/' }), {
+    message: /^flag --runtime must be one of "fake", "containerd", "crio", or an npm package or path/,
+  });
+
+  const dir = tmp(t);
+  writeFileSync(
+    join(dir, 'tiny.mjs'),
+    "export const plugin = { manifest: { name: 'tiny', version: '1.0.0', provides: [], requires: [] }, register() {} };",
+  );
+  t.is(
+    (await loadRuntime({ name: './tiny.mjs', origin: 'flag --runtime', baseDir: dir })).manifest.name,
+    'tiny',
+  );
+  t.is(
+    (await loadRuntime({ name: join(dir, 'tiny.mjs'), origin: 'flag --runtime', baseDir: '/' })).manifest
+      .name,
+    'tiny',
+  );
+  writeFileSync(join(dir, 'not-a-plugin.mjs'), 'export default { hello: "world" };');
+  await t.throwsAsync(
+    loadRuntime({ name: './not-a-plugin.mjs', origin: 'x.yaml: field "runtime"', baseDir: dir }),
+    {
+      message:
+        'x.yaml: field "runtime": runtime path "./not-a-plugin.mjs" does not export a nodelet plugin (a default or named "plugin" export with a manifest and register()): register is not a function',
+    },
+  );
+  await t.throwsAsync(loadRuntime({ name: './missing.mjs', origin: 'flag --runtime', baseDir: dir }), {
+    message: /^flag --runtime: cannot load runtime path "\.\/missing\.mjs": no such file/,
+  });
+});
+
+test('plugins.<name> config reaches the plugin; its errors name the file; unknown sections are reported', async (t) => {
+  const dir = tmp(t);
+  const file = join(dir, 'nodelet.yaml');
+  writeFileSync(
+    file,
+    'apiVersion: nodelet.dev/v1alpha1\nkind: NodeletConfiguration\nplugins:\n  runtime-fake: { pullLatencyMs: -1 }\n  other: {}\n',
+  );
+  const sink = new MemorySink();
+  const logger = createLogger({ sink: sink.sink });
+  const setup = resolveKubeletSetup({ config: file, rootDir: dir, readOnlyPort: 0 }, env(dir, sink));
+  const kernel = await buildKernel(setup, logger);
+  t.is(sink.find(`${file}: plugins.other configures a plugin that is not loaded; ignoring it`).length, 1);
+  await t.throwsAsync(kernel.start(), {
+    message: `${file}: plugins.runtime-fake: field "pullLatencyMs" must be >= 0`,
+  });
+});
+
+test('a runtime plugin that does not provide cri.runtime fails to link, naming what is missing', async (t) => {
+  const dir = tmp(t);
+  writeFileSync(
+    join(dir, 'tiny.mjs'),
+    "export default { manifest: { name: 'tiny', version: '1.0.0', provides: [], requires: [] }, register() {} };",
+  );
+  const sink = new MemorySink();
+  const setup = resolveKubeletSetup({ runtime: './tiny.mjs', rootDir: dir, readOnlyPort: 0 }, env(dir, sink));
+  const kernel = await buildKernel(setup, createLogger({ sink: sink.sink }));
+  await t.throwsAsync(kernel.start(), {
+    name: 'LinkError',
+    message: /^plugin 'kubelet' requires capability 'cri\.(runtime|image)', but no loaded plugin provides it/,
+  });
+});

@@ -1,0 +1,149 @@
+import type { Kernel, Logger, LogLevel } from '@nodelet/kernel';
+import { intFlag, parseFlags } from './args.js';
+import { CliError } from './errors.js';
+import type { KubeletFlags, KubeletSetup } from './kubelet-setup.js';
+
+// Flags and help load nothing heavy; the kernel, the kubelet and the runtime are imported only to run.
+
+export const kubeletHelp = `Run the kubelet: the node agent that runs pods through a container runtime.
+
+Usage:
+  nodelet kubelet [flags]
+
+Pod sources:
+  --pod-manifest-path DIR        static pod manifests (*.yaml, *.yml, *.json), watched for changes
+  --manifest-url URL             pod manifests served over HTTP, polled
+  --manifest-url-header K:V      header sent with --manifest-url (K:V,K2:V2; repeatable)
+
+Configuration:
+  --config FILE                  a NodeletConfiguration (apiVersion nodelet.dev/v1alpha1) or an upstream
+                                 KubeletConfiguration (kubelet.config.k8s.io/v1beta1)
+  --runtime NAME                 fake | containerd | crio | an npm package or path exporting a plugin
+                                 (default fake)
+  --hostname-override NAME       node name (default: the hostname, in lower case)
+  --node-ip IP                   the node's IP (default: the first non-loopback IPv4 address)
+  --root-dir DIR                 kubelet root directory, for volumes
+                                 (default /var/lib/kubelet as root, else ~/.nodelet/kubelet)
+  --read-only-port N             read-only HTTP port serving /healthz and /pods; 0 disables it
+                                 (default 10255)
+  --address IP                   address the read-only port binds to (default 127.0.0.1)
+  --v N                          log verbosity: 0-1 info, 2 and up debug (default 0)
+  -h, --help                     show this help
+
+Precedence: flags, then the NodeletConfiguration, then its KubeletConfiguration, then defaults.
+Stop it with SIGINT or SIGTERM; pods keep running in the runtime and are adopted on the next start.
+
+Examples:
+  nodelet kubelet --pod-manifest-path ./examples/manifests
+  nodelet kubelet --config ./examples/nodelet.yaml
+  nodelet get pods
+`;
+
+const options = {
+  'pod-manifest-path': { type: 'string' },
+  'manifest-url': { type: 'string' },
+  'manifest-url-header': { type: 'string', multiple: true },
+  config: { type: 'string' },
+  runtime: { type: 'string' },
+  'hostname-override': { type: 'string' },
+  'node-ip': { type: 'string' },
+  'root-dir': { type: 'string' },
+  'read-only-port': { type: 'string' },
+  address: { type: 'string' },
+  v: { type: 'string', short: 'v' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+export interface ParsedKubeletArgs {
+  help: boolean;
+  flags: KubeletFlags;
+}
+
+export function parseKubeletArgs(args: readonly string[]): ParsedKubeletArgs {
+  const { values, positionals } = parseFlags(args, options, 'nodelet kubelet');
+  if (positionals.length > 0) {
+    throw new CliError(`unexpected argument ${JSON.stringify(positionals[0])}; see nodelet kubelet --help`);
+  }
+  const flags: KubeletFlags = {};
+  const set = <K extends keyof KubeletFlags>(key: K, value: KubeletFlags[K] | undefined) => {
+    if (value !== undefined) flags[key] = value;
+  };
+  set('podManifestPath', values['pod-manifest-path']);
+  set('manifestUrl', values['manifest-url']);
+  set('manifestUrlHeader', values['manifest-url-header']);
+  set('config', values.config);
+  set('runtime', values.runtime);
+  set('hostnameOverride', values['hostname-override']);
+  set('nodeIp', values['node-ip']);
+  set('rootDir', values['root-dir']);
+  set('readOnlyPort', intFlag('read-only-port', values['read-only-port'], 0, 65535));
+  set('address', values.address);
+  // `-v=2` (Go's flag syntax, as klog users type it) reaches parseArgs as the short flag with value `=2`.
+  set('v', intFlag('v', values.v?.replace(/^=/, ''), 0, 10));
+  return { help: !!values.help, flags };
+}
+
+/** klog verbosity → logger level: 0-1 info, 2 and up debug. */
+export function logLevelFor(v: number | undefined): LogLevel {
+  return (v ?? 0) >= 2 ? 'debug' : 'info';
+}
+
+/** Builds the kernel (not started) from a setup: the runtime plugin, then the kubelet. */
+export async function buildKernel(setup: KubeletSetup, logger: Logger): Promise<Kernel> {
+  const [{ Kernel }, { kubeletPlugin }, { loadRuntime }] = await Promise.all([
+    import('@nodelet/kernel'),
+    import('@nodelet/kubelet'),
+    import('./runtimes.js'),
+  ]);
+  const runtime = await loadRuntime(setup.runtime);
+  const kernel = new Kernel({ logger });
+  const runtimeName = runtime.manifest.name;
+  kernel.use(runtime, setup.plugins[runtimeName] ?? {}, `${setup.pluginsOrigin}.${runtimeName}`);
+  kernel.use(kubeletPlugin, setup.kubelet, 'kubelet configuration');
+  for (const name of Object.keys(setup.plugins)) {
+    if (name !== runtimeName) {
+      logger.warn(`${setup.pluginsOrigin}.${name} configures a plugin that is not loaded; ignoring it`, {
+        loaded: [runtimeName, kubeletPlugin.manifest.name].join(','),
+      });
+    }
+  }
+  return kernel;
+}
+
+/**
+ * `nodelet kubelet`: resolves the configuration, starts the kernel and runs until a signal stops it.
+ * Resolves once started; `onStopped` is called (default: exit 0) after a signal stopped it.
+ */
+export async function runKubelet(
+  args: readonly string[],
+  io: { stdout: (text: string) => void; onStopped?: (signal: string) => void },
+): Promise<Kernel | undefined> {
+  const { help, flags } = parseKubeletArgs(args);
+  if (help) {
+    io.stdout(kubeletHelp);
+    return undefined;
+  }
+  const [{ createLogger }, { hostEnv, resolveKubeletSetup }] = await Promise.all([
+    import('@nodelet/kernel'),
+    import('./kubelet-setup.js'),
+  ]);
+  const logger = createLogger({ level: logLevelFor(flags.v) });
+  const setup = resolveKubeletSetup(flags, hostEnv(logger));
+  const kernel = await buildKernel(setup, logger);
+  await kernel.start();
+  kernel.stopOnSignals(io.onStopped ?? (() => process.exit(0)));
+  if (!setup.kubelet.podManifestPath && !setup.kubelet.manifestUrl) {
+    logger.warn(
+      'no pod source configured; give --pod-manifest-path or --manifest-url (or staticPodPath in --config)',
+    );
+  }
+  const k = setup.kubelet;
+  logger.info('nodelet kubelet running', {
+    node: k.nodeName,
+    runtime: setup.runtime.name,
+    hostIP: k.hostIP,
+    readOnly: k.readOnlyPort > 0 ? `${k.address}:${k.readOnlyPort}` : 'disabled',
+    ...(setup.config ? { config: setup.config.path } : {}),
+  });
+  return kernel;
+}

@@ -1,0 +1,195 @@
+import { isIP } from 'node:net';
+import { homedir, hostname, networkInterfaces } from 'node:os';
+import { join, resolve } from 'node:path';
+import type { Logger } from '@nodelet/kernel';
+import type { KubeletPluginConfig } from '@nodelet/kubelet';
+import { CliError } from './errors.js';
+import { type LoadedConfig, loadConfigFile } from './nodelet-config.js';
+import { checkRuntimeName, type RuntimeChoice } from './runtimes.js';
+
+/** `nodelet kubelet` flags, parsed (names as upstream kubelet spells them). */
+export interface KubeletFlags {
+  podManifestPath?: string;
+  manifestUrl?: string;
+  /** Each `Key:Value[,Key:Value…]`, repeatable. */
+  manifestUrlHeader?: string[];
+  config?: string;
+  runtime?: string;
+  hostnameOverride?: string;
+  nodeIp?: string;
+  rootDir?: string;
+  readOnlyPort?: number;
+  address?: string;
+  v?: number;
+}
+
+/** What the host tells the defaults; injectable so tests do not depend on the machine. */
+export interface SetupEnv {
+  cwd: string;
+  hostname: string;
+  isRoot: boolean;
+  homeDir: string;
+  /** Non-loopback IPv4 addresses in interface order. */
+  ipv4: string[];
+  logger: Logger;
+}
+
+export function hostEnv(logger: Logger): SetupEnv {
+  const ipv4: string[] = [];
+  for (const addrs of Object.values(networkInterfaces())) {
+    for (const a of addrs ?? []) {
+      if (!a.internal && (a.family === 'IPv4' || (a.family as unknown) === 4)) ipv4.push(a.address);
+    }
+  }
+  return {
+    cwd: process.cwd(),
+    hostname: hostname(),
+    isRoot: process.getuid?.() === 0,
+    homeDir: homedir(),
+    ipv4,
+    logger,
+  };
+}
+
+/** Everything `nodelet kubelet` starts from, merged: flags > nodelet config > KubeletConfiguration > defaults. */
+export interface KubeletSetup {
+  kubelet: KubeletPluginConfig;
+  runtime: RuntimeChoice;
+  /** `plugins.<name>` sections of the nodelet config. */
+  plugins: Record<string, Record<string, unknown>>;
+  /** Origin prefix for plugin config errors, e.g. `/etc/nodelet.yaml: plugins`. */
+  pluginsOrigin: string;
+  /** CRI endpoints from a KubeletConfiguration, for CRI runtimes. */
+  containerRuntimeEndpoint?: string;
+  imageServiceEndpoint?: string;
+  runtimeRequestTimeoutMs?: number;
+  config?: LoadedConfig;
+}
+
+export const DEFAULT_READ_ONLY_PORT = 10255;
+export const DEFAULT_ADDRESS = '127.0.0.1';
+
+/** Kubelet root and pod log directories: upstream's paths for root, under ~/.nodelet otherwise. */
+export function defaultDirs(env: Pick<SetupEnv, 'isRoot' | 'homeDir'>): {
+  rootDir: string;
+  podLogsDir: string;
+} {
+  return env.isRoot
+    ? { rootDir: '/var/lib/kubelet', podLogsDir: '/var/log/pods' }
+    : {
+        rootDir: join(env.homeDir, '.nodelet', 'kubelet'),
+        podLogsDir: join(env.homeDir, '.nodelet', 'pods-logs'),
+      };
+}
+
+/**
+ * Upstream `--manifest-url-header`: `a:hello,b:again` and repeatable; a name given twice is sent with
+ * both values, in order.
+ */
+export function parseHeaderFlags(values: readonly string[]): Record<string, string> {
+  const headers: Record<string, string[]> = {};
+  for (const value of values) {
+    for (const pair of value.split(',')) {
+      if (!pair.trim()) continue;
+      const colon = pair.indexOf(':');
+      const key = colon > 0 ? pair.slice(0, colon).trim() : '';
+      if (!key) throw new CliError(`flag --manifest-url-header: ${JSON.stringify(pair)} is not Key:Value`);
+      (headers[key] ??= []).push(pair.slice(colon + 1).trim());
+    }
+  }
+  return joinHeaders(headers);
+}
+
+function joinHeaders(headers: Record<string, string | readonly string[]>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(headers)) out[k] = typeof v === 'string' ? v : v.join(', ');
+  return out;
+}
+
+function nodeNameOf(value: string, origin: string): string {
+  const name = value.trim().toLowerCase();
+  if (!name) throw new CliError(`${origin} must not be empty`);
+  return name;
+}
+
+export function resolveKubeletSetup(flags: KubeletFlags, env: SetupEnv): KubeletSetup {
+  if (flags.nodeIp !== undefined && !isIP(flags.nodeIp)) {
+    throw new CliError(`flag --node-ip must be an IP address, got ${JSON.stringify(flags.nodeIp)}`);
+  }
+  if (flags.address !== undefined && !isIP(flags.address)) {
+    throw new CliError(`flag --address must be an IP address, got ${JSON.stringify(flags.address)}`);
+  }
+
+  const config = flags.config ? loadConfigFile(flags.config, env.logger) : undefined;
+  const nc = config?.nodelet;
+  const nk = nc?.kubelet ?? {};
+  const kc = config?.kubelet ?? {};
+  const fromCwd = (p: string) => resolve(env.cwd, p);
+  const fromConfig = (p: string) => resolve(config!.dir, p);
+  const defaults = defaultDirs(env);
+
+  let runtime: RuntimeChoice;
+  if (flags.runtime !== undefined)
+    runtime = { name: flags.runtime, origin: 'flag --runtime', baseDir: env.cwd };
+  else if (nc?.runtime !== undefined) {
+    runtime = { name: nc.runtime, origin: `${config!.path}: field "runtime"`, baseDir: config!.dir };
+  } else runtime = { name: 'fake', origin: 'the default runtime', baseDir: env.cwd };
+  checkRuntimeName(runtime);
+
+  const nodeName =
+    flags.hostnameOverride !== undefined
+      ? nodeNameOf(flags.hostnameOverride, 'flag --hostname-override')
+      : nc?.nodeName !== undefined
+        ? nodeNameOf(nc.nodeName, `${config!.path}: field "nodeName"`)
+        : nodeNameOf(env.hostname, 'the hostname');
+
+  const headers =
+    flags.manifestUrlHeader && flags.manifestUrlHeader.length > 0
+      ? parseHeaderFlags(flags.manifestUrlHeader)
+      : nk.manifestURLHeader
+        ? joinHeaders(nk.manifestURLHeader)
+        : kc.staticPodURLHeader;
+
+  const kubelet: KubeletPluginConfig = {
+    nodeName,
+    hostIP: flags.nodeIp ?? env.ipv4[0] ?? '127.0.0.1',
+    rootDir:
+      flags.rootDir !== undefined
+        ? fromCwd(flags.rootDir)
+        : nk.rootDir
+          ? fromConfig(nk.rootDir)
+          : defaults.rootDir,
+    podLogsDir: nk.podLogsDir
+      ? fromConfig(nk.podLogsDir)
+      : kc.podLogsDir
+        ? resolve(kc.podLogsDir)
+        : defaults.podLogsDir,
+    readOnlyPort: flags.readOnlyPort ?? nk.readOnlyPort ?? kc.readOnlyPort ?? DEFAULT_READ_ONLY_PORT,
+    address: flags.address ?? nk.address ?? kc.address ?? DEFAULT_ADDRESS,
+  };
+  const podManifestPath =
+    flags.podManifestPath !== undefined
+      ? fromCwd(flags.podManifestPath)
+      : nk.podManifestPath
+        ? fromConfig(nk.podManifestPath)
+        : kc.staticPodPath;
+  const manifestUrl = flags.manifestUrl ?? nk.manifestURL ?? kc.staticPodURL;
+  if (podManifestPath) kubelet.podManifestPath = podManifestPath;
+  if (manifestUrl) kubelet.manifestUrl = manifestUrl;
+  if (headers && Object.keys(headers).length > 0) kubelet.manifestUrlHeaders = headers;
+  if (kc.fileCheckFrequencyMs !== undefined) kubelet.fileCheckFrequencyMs = kc.fileCheckFrequencyMs;
+  if (kc.httpCheckFrequencyMs !== undefined) kubelet.httpCheckFrequencyMs = kc.httpCheckFrequencyMs;
+  if (kc.syncFrequencyMs !== undefined) kubelet.syncFrequencyMs = kc.syncFrequencyMs;
+
+  const setup: KubeletSetup = {
+    kubelet,
+    runtime,
+    plugins: nc?.plugins ?? {},
+    pluginsOrigin: config ? `${config.path}: plugins` : 'plugins',
+  };
+  if (config) setup.config = config;
+  if (kc.containerRuntimeEndpoint) setup.containerRuntimeEndpoint = kc.containerRuntimeEndpoint;
+  if (kc.imageServiceEndpoint) setup.imageServiceEndpoint = kc.imageServiceEndpoint;
+  if (kc.runtimeRequestTimeoutMs !== undefined) setup.runtimeRequestTimeoutMs = kc.runtimeRequestTimeoutMs;
+  return setup;
+}

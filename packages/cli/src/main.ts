@@ -1,0 +1,25 @@
+#!/usr/bin/env node
+import { run } from './cli.js';
+
+/**
+ * The `nodelet` command. Every error that stops a command is one line on stderr, `nodelet: <message>`,
+ * and exit code 1: users see what to fix, not a stack trace.
+ */
+const io = {
+  stdout: (text: string) => void process.stdout.write(text),
+  stderr: (text: string) => void process.stderr.write(text),
+};
+
+try {
+  const result = await run(process.argv.slice(2), io);
+  if (result !== 'running') {
+    process.exitCode = result;
+  }
+} catch (err) {
+  const message = err instanceof Error ? err.message : String(err);
+  process.stderr.write(`nodelet: ${message.split('\n').join(' ')}\n`);
+  if (process.env.NODELET_TRACE && err instanceof Error && err.stack) process.stderr.write(err.stack + '\n');
+  process.exit(
+    typeof (err as { exitCode?: unknown }).exitCode === 'number' ? (err as { exitCode: number }).exitCode : 1,
+  );
+}
