@@ -19,10 +19,20 @@
  *            (Promise.all), as the kubelet starts every pod's worker at once.
  *   ratio    kubelet total / floor total.
  *
- * Prints a table and merges its rows (by source and N) into bench/results/density.json.
+ * Prints a table and merges its rows (by source and N) into bench/results/density.json. Options:
+ *
+ *   --pods 1000,10000      pod counts                 --source memory|files|memory,files
+ *   --repeat K             K runs each, medians       --warmup N     warm-up pods, untimed (200)
+ *   --timeout-s S          give up on a run (600)     --out FILE     results file
+ *
+ * Diagnostics (their figures go to results/density-diagnostics.json unless --out is given):
+ *
+ *   --cpu-prof-dir DIR     a CPU profile of each timed window (kubelet and floor)
+ *   --count-calls          CRI calls and bus events per pod (a counting proxy: slower)
+ *   --pleg-relist-ms MS    the kubelet's PLEG relist period (to see what the relist-triggered syncs cost)
  */
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
-import { cpus, tmpdir, totalmem } from 'node:os';
+import { cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -85,6 +95,8 @@ const { values: args } = parseArgs({
     source: { type: 'string', default: 'memory' },
     'timeout-s': { type: 'string', default: '600' },
     warmup: { type: 'string', default: '200' },
+    /** Diagnostics: the kubelet's PLEG relist period (default: the kubelet's, 1 s). */
+    'pleg-relist-ms': { type: 'string' },
     /** Run each (source, N) this many times and report medians: for a busy machine. */
     repeat: { type: 'string', default: '1' },
     /** Diagnostics: count CRI calls and bus events per pod (adds overhead; not for the figures). */
@@ -111,12 +123,14 @@ if (sizes.length === 0)
   throw new Error(`--pods: expected a comma-separated list of pod counts, not ${JSON.stringify(args.pods)}`);
 const timeoutMs = Number(args['timeout-s']) * 1000;
 const warmupPods = Number(args.warmup);
+const plegRelistPeriodMs = args['pleg-relist-ms'] === undefined ? undefined : Number(args['pleg-relist-ms']);
 const repeat = Math.max(1, Math.floor(Number(args.repeat)) || 1);
 const countCalls = !!args['count-calls'];
 const benchDir = join(dirname(fileURLToPath(import.meta.url)), '..');
-const outFile = args.out ?? join(benchDir, 'results', 'density.json');
-
 const cpuProfDir = args['cpu-prof-dir'];
+const diagnostic = countCalls || plegRelistPeriodMs !== undefined || cpuProfDir !== undefined;
+const outFile =
+  args.out ?? join(benchDir, 'results', diagnostic ? 'density-diagnostics.json' : 'density.json');
 
 const gc: () => void =
   globalThis.gc ??
@@ -249,6 +263,8 @@ interface KubeletRun {
   totalMs: number;
   /** CPU time (user + system, all threads) of the process from t0 until every pod was Running. */
   cpuMs: number;
+  /** t0 until the source's pods reached the kubelet (`[Source] Pod Added`): reading the manifests, for files. */
+  podsAddedMs: number;
   p50Ms: number;
   p99Ms: number;
   /** t0 until the pod workers were first idle with every pod Running. */
@@ -286,6 +302,7 @@ async function runKubelet(n: number, source: SourceKind, profile = true): Promis
         rootDir: join(work, 'root'),
         podLogsDir: join(work, 'logs'),
         memoryCapacityBytes: MEMORY_CAPACITY,
+        ...(plegRelistPeriodMs !== undefined ? { plegRelistPeriodMs } : {}),
         ...(source === 'files' ? { podManifestPath: manifests } : {}),
       },
     );
@@ -298,6 +315,12 @@ async function runKubelet(n: number, source: SourceKind, profile = true): Promis
     let t0 = 0;
     let allRunning!: () => void;
     const done = new Promise<void>((resolve) => (allRunning = resolve));
+    // When the source's pods reached the kubelet (PodConfig emits them all in one go).
+    let podsAddedMs = NaN;
+    const added = bus.subscribe('[Source] Pod Added', () => {
+      podsAddedMs = performance.now() - t0;
+      added.unsubscribe();
+    });
     const subscription = bus.subscribe('[Status] Pod Status Changed', (e) => {
       statusEvents++;
       if (e.status.phase !== 'Running' || runningAt.has(e.podUid)) return;
@@ -327,13 +350,19 @@ async function runKubelet(n: number, source: SourceKind, profile = true): Promis
     clearTimeout(timer);
     const totalMs = performance.now() - t0;
     const cpuMs = cpuMsSince(cpu0);
-    await kubelet.workers.whenIdle();
+    subscription.unsubscribe();
+    const latencies = Float64Array.from(runningAt.values()).sort();
+    // Bounded: a kubelet that never settles must not hang the benchmark.
+    let idleTimer: NodeJS.Timeout | undefined;
+    await Promise.race([
+      kubelet.workers.whenIdle(),
+      new Promise<void>((resolve) => (idleTimer = setTimeout(resolve, completed ? timeoutMs : 0))),
+    ]);
+    clearTimeout(idleTimer);
     const settledMs = performance.now() - t0;
     await stopProfile?.(`kubelet-${source}-${n}`);
 
-    const latencies = Float64Array.from(runningAt.values()).sort();
     runningAt.clear();
-    subscription.unsubscribe();
 
     const heapAfter = await heapAfterGc();
     const podListRunning = kubelet.podList().items.filter((p) => p.status?.phase === 'Running').length;
@@ -349,6 +378,7 @@ async function runKubelet(n: number, source: SourceKind, profile = true): Promis
       running: latencies.length,
       totalMs,
       cpuMs,
+      podsAddedMs,
       p50Ms: percentile(latencies, 50),
       p99Ms: percentile(latencies, 99),
       settledMs,
@@ -487,6 +517,8 @@ interface Row {
   n: number;
   source: SourceKind;
   completed: boolean;
+  /** The machine's 1-minute load average when the row was done: other work on the machine skews the figures. */
+  loadAvg1m: number;
   runs: number;
   totalS: number;
   podsPerS: number;
@@ -501,6 +533,8 @@ interface Row {
   cpuS: number;
   floorCpuS: number;
   settledS: number;
+  /** t0 until the pods reached the kubelet: for files, the time to read and parse the manifests. */
+  podsAddedS: number;
   statusEventsPerPod: number;
   logs: Record<LogLevel, number>;
   checks: { running: number; podListRunning: number; runtimeRunning: number; floorRunning: number };
@@ -591,6 +625,7 @@ async function main(): Promise<void> {
         n,
         source,
         completed,
+        loadAvg1m: round(loadavg()[0]!, 2),
         runs: ks.length,
         totalS: round(totalMs / 1000, 4),
         podsPerS: round(
@@ -607,6 +642,7 @@ async function main(): Promise<void> {
         cpuS: round(med(ks.map((x) => x.cpuMs)) / 1000, 4),
         floorCpuS: round(med(fs.map((x) => x.cpuMs)) / 1000, 4),
         settledS: round(med(ks.map((x) => x.settledMs)) / 1000, 4),
+        podsAddedS: round(med(ks.map((x) => x.podsAddedMs)) / 1000, 4),
         statusEventsPerPod: round(k.statusEvents / n, 2),
         logs: k.logs,
         checks: {

@@ -43,8 +43,18 @@ export interface StatusInputs {
   terminal?: boolean;
 }
 
-export const rfc3339 = (ms: number): string =>
-  new Date(Math.floor(ms / 1000) * 1000).toISOString().replace('.000Z', 'Z');
+// The last second formatted: a sync formats "now" several times, and many syncs fall in the same second.
+let lastSecond = NaN;
+let lastText = '';
+
+export const rfc3339 = (ms: number): string => {
+  const second = Math.floor(ms / 1000);
+  if (second !== lastSecond) {
+    lastText = new Date(second * 1000).toISOString().replace('.000Z', 'Z');
+    lastSecond = second;
+  }
+  return lastText;
+};
 
 function terminatedState(c: RuntimeContainer): ContainerState {
   const reason = c.reason || (c.exitCode === 0 ? 'Completed' : 'Error');

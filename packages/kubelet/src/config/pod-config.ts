@@ -139,10 +139,27 @@ export class PodConfig {
     // A name stays with the file (or URL) that holds it, even when that file's content, and so its pods'
     // UIDs, change. Names nobody holds go to newcomers in order: sources in registration order, pods in
     // snapshot order (files sorted by path).
+    // (Each source's candidates are indexed once — full name → origins — so this is O(pods), not
+    // O(holders × pods): at 10,000 static pods a scan per holder blocked the event loop for seconds.)
+    const namesBySource = new Map<PodSourceName, Map<string, Set<string>>>();
+    const originsOf = (source: PodSourceName, name: string): Set<string> | undefined => {
+      let names = namesBySource.get(source);
+      if (!names) {
+        names = new Map();
+        const s = this.sources.get(source);
+        for (const p of s?.candidates ?? []) {
+          const n = fullName(p);
+          let origins = names.get(n);
+          if (!origins) names.set(n, (origins = new Set()));
+          origins.add(s!.originOf(p));
+        }
+        namesBySource.set(source, names);
+      }
+      return names.get(name);
+    };
     const holders = new Map<string, NameHolder>();
     for (const [name, holder] of this.holders) {
-      const s = this.sources.get(holder.source);
-      if (s?.candidates.some((p) => fullName(p) === name && s.originOf(p) === holder.origin)) {
+      if (originsOf(holder.source, name)?.has(holder.origin)) {
         holders.set(name, { source: holder.source, origin: holder.origin });
       }
     }
