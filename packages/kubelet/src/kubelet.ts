@@ -6,7 +6,7 @@ import type { Subscription } from 'rxjs';
 import { FileSource, PodConfig, type PodSource, UrlSource } from './config/index.js';
 import { ImagePuller, podRef } from './image-puller.js';
 import { KubeRuntime } from './kuberuntime.js';
-import { GenericPleg } from './pleg.js';
+import { GenericPleg, type PlegChange } from './pleg.js';
 import type { ProbeVerdicts } from './pod-actions.js';
 import { generatePodStatus, type WaitingReason } from './pod-status.js';
 import { type PodSyncer, PodWorkers, type SyncOutcome } from './pod-workers.js';
@@ -67,6 +67,8 @@ export class Kubelet implements PodSyncer {
   private readonly terminating = new Map<string, Pod>();
   private readonly waiting = new Map<string, Map<string, WaitingReason>>();
   private readonly sources: PodSource[] = [];
+  /** Container states each pod's last sync saw, so PLEG events that only confirm them cost no sync. */
+  private readonly lastSeen = new Map<string, Map<string, string>>();
   private readonly subscriptions: Subscription[] = [];
   private cancelHousekeeping?: () => void;
   private readonly logger: Logger;
@@ -95,8 +97,8 @@ export class Kubelet implements PodSyncer {
       bus,
       clock,
       this.logger.child('pleg'),
-      (uids) => {
-        for (const uid of uids) this.workers.requestSync(uid);
+      (changes) => {
+        for (const [uid, list] of changes) if (!this.onlyConfirms(uid, list)) this.workers.requestSync(uid);
       },
       { relistPeriodMs: options.plegRelistPeriodMs },
     );
@@ -189,6 +191,16 @@ export class Kubelet implements PodSyncer {
     this.workers.killPod(uid);
   }
 
+  /**
+   * True when every change PLEG saw for a pod is a state its last sync already observed (the container
+   * that sync started, now seen running): nothing new to act on, so no second sync per started pod.
+   */
+  private onlyConfirms(uid: string, changes: PlegChange[]): boolean {
+    const seen = this.lastSeen.get(uid);
+    if (!seen || !this.workers.isKnown(uid) || this.workers.phase(uid) !== 'sync') return false;
+    return changes.every((c) => c.state !== 'removed' && seen.get(c.containerId) === c.state);
+  }
+
   // --- PodSyncer -----------------------------------------------------------------------------------
 
   async syncPod(pod: Pod): Promise<SyncOutcome> {
@@ -209,6 +221,7 @@ export class Kubelet implements PodSyncer {
     if (result.waiting.size > 0) this.waiting.set(uid, result.waiting);
     else this.waiting.delete(uid);
     const after = result.changed ? await this.kubeRuntime.getPodStatus(uid, name, namespace) : before;
+    this.lastSeen.set(uid, new Map(after.containers.map((c) => [c.id, c.state])));
     this.updateStatus(pod, after);
     return { requeueAfterMs: result.requeueAfterMs };
   }
@@ -237,6 +250,7 @@ export class Kubelet implements PodSyncer {
 
   podTerminated(pod: Pod): void {
     const uid = pod.metadata!.uid!;
+    this.lastSeen.delete(uid);
     this.terminating.delete(uid);
     this.waiting.delete(uid);
     this.statusManager.delete(uid);

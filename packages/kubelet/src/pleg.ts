@@ -18,7 +18,14 @@ export interface PlegOptions {
   unhealthyAfterMs?: number;
 }
 
-type State = 'created' | 'running' | 'exited' | 'unknown';
+export type PlegContainerState = 'created' | 'running' | 'exited' | 'unknown';
+type State = PlegContainerState;
+
+/** What a relist saw change for one container; `removed` when it is gone. */
+export interface PlegChange {
+  containerId: string;
+  state: PlegContainerState | 'removed';
+}
 
 interface Seen {
   podUid: string;
@@ -49,8 +56,8 @@ export class GenericPleg {
     private readonly bus: EventBus,
     private readonly clock: Clock,
     private readonly logger: Logger,
-    /** Called with the UIDs of pods that had an event, so their workers sync them. */
-    private readonly onPodsChanged: (uids: Set<string>) => void,
+    /** Called with what changed, by pod UID, so the workers of those pods sync them. */
+    private readonly onPodsChanged: (changes: Map<string, PlegChange[]>) => void,
     options: PlegOptions = {},
   ) {
     this.relistPeriodMs = options.relistPeriodMs ?? 1000;
@@ -87,7 +94,12 @@ export class GenericPleg {
     try {
       const { containers } = await this.runtime.listContainers({});
       const current = new Map<string, Seen>();
-      const changedPods = new Set<string>();
+      const changedPods = new Map<string, PlegChange[]>();
+      const note = (podUid: string, change: PlegChange) => {
+        const list = changedPods.get(podUid);
+        if (list) list.push(change);
+        else changedPods.set(podUid, [change]);
+      };
       for (const c of containers) {
         const podUid = c.labels[CriLabels.PodUID];
         if (!podUid) continue; // not ours
@@ -95,14 +107,14 @@ export class GenericPleg {
         current.set(c.id, { podUid, state });
         const before = this.previous.get(c.id);
         if (before?.state === state) continue;
-        changedPods.add(podUid);
+        note(podUid, { containerId: c.id, state });
         if (state === 'running') this.bus.emit('[PLEG] Container Started', { podUid, containerId: c.id });
         else if (state === 'exited') this.bus.emit('[PLEG] Container Died', { podUid, containerId: c.id });
         else this.bus.emit('[PLEG] Container Changed', { podUid, containerId: c.id });
       }
       for (const [id, before] of this.previous) {
         if (current.has(id)) continue;
-        changedPods.add(before.podUid);
+        note(before.podUid, { containerId: id, state: 'removed' });
         this.bus.emit('[PLEG] Container Removed', { podUid: before.podUid, containerId: id });
       }
       this.previous = current;
