@@ -2,7 +2,6 @@ import { mkdir, rm } from 'node:fs/promises';
 import type { Container, Pod } from '@nodelet/api';
 import {
   ContainerConfig,
-  ContainerState,
   containerLogPath,
   CriAnnotations,
   CriLabels,
@@ -23,7 +22,7 @@ import { computePodActions, type PodActions, type ProbeVerdicts } from './pod-ac
 import type { WaitingReason } from './pod-status.js';
 import { containerResources } from './resources.js';
 import {
-  type ContainerRuntimeState,
+  containerStateFromCri,
   type RuntimeContainer,
   type RuntimePodStatus,
   emptyRuntimePodStatus,
@@ -55,15 +54,6 @@ export interface SyncResult {
   changed: boolean;
   actions: PodActions;
 }
-
-const stateOf = (s: ContainerState): ContainerRuntimeState =>
-  s === ContainerState.CONTAINER_RUNNING
-    ? 'running'
-    : s === ContainerState.CONTAINER_EXITED
-      ? 'exited'
-      : s === ContainerState.CONTAINER_CREATED
-        ? 'created'
-        : 'unknown';
 
 export class KubeRuntime {
   readonly crashLoopBackoff: Backoff;
@@ -119,7 +109,7 @@ export class KubeRuntime {
       status.containers.push({
         id: s.id,
         name: s.labels[CriLabels.ContainerName] ?? s.metadata?.name ?? '',
-        state: stateOf(s.state),
+        state: containerStateFromCri(s.state),
         image: s.image?.image ?? '',
         imageRef: s.imageRef,
         createdAt: nanosToMs(s.createdAt),

@@ -1,4 +1,5 @@
-import { ContainerState, CriLabels, type RuntimeService } from '@nodelet/cri';
+import { CriLabels, type RuntimeService } from '@nodelet/cri';
+import { type ContainerRuntimeState, containerStateFromCri } from './runtime-pod.js';
 import { type Clock, type EventBus, errorMessage, type Logger } from '@nodelet/kernel';
 
 /**
@@ -18,7 +19,7 @@ export interface PlegOptions {
   unhealthyAfterMs?: number;
 }
 
-export type PlegContainerState = 'created' | 'running' | 'exited' | 'unknown';
+export type PlegContainerState = ContainerRuntimeState;
 type State = PlegContainerState;
 
 /** What a relist saw change for one container; `removed` when it is gone. */
@@ -31,15 +32,6 @@ interface Seen {
   podUid: string;
   state: State;
 }
-
-const stateName = (s: ContainerState): State =>
-  s === ContainerState.CONTAINER_RUNNING
-    ? 'running'
-    : s === ContainerState.CONTAINER_EXITED
-      ? 'exited'
-      : s === ContainerState.CONTAINER_CREATED
-        ? 'created'
-        : 'unknown';
 
 export class GenericPleg {
   readonly relistPeriodMs: number;
@@ -103,7 +95,7 @@ export class GenericPleg {
       for (const c of containers) {
         const podUid = c.labels[CriLabels.PodUID];
         if (!podUid) continue; // not ours
-        const state = stateName(c.state);
+        const state = containerStateFromCri(c.state);
         current.set(c.id, { podUid, state });
         const before = this.previous.get(c.id);
         if (before?.state === state) continue;

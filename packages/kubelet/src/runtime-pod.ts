@@ -1,8 +1,23 @@
+import { ContainerState } from '@nodelet/cri';
+
 /**
  * The kubelet's view of a pod in the container runtime (upstream kubecontainer.PodStatus): what the
  * runtime holds for one pod UID, read back through CRI labels and annotations, in plain numbers.
  */
 export type ContainerRuntimeState = 'created' | 'running' | 'exited' | 'unknown';
+
+export function containerStateFromCri(state: ContainerState): ContainerRuntimeState {
+  switch (state) {
+    case ContainerState.CONTAINER_RUNNING:
+      return 'running';
+    case ContainerState.CONTAINER_EXITED:
+      return 'exited';
+    case ContainerState.CONTAINER_CREATED:
+      return 'created';
+    default:
+      return 'unknown';
+  }
+}
 
 export interface RuntimeContainer {
   id: string;
