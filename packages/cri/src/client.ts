@@ -18,8 +18,8 @@ export interface CriClientOptions {
   /** Deadline of each call, in ms. Default 2 min (upstream kubelet's --runtime-request-timeout). */
   timeoutMs?: number;
   /**
-   * Deadline of PullImage, in ms. Default: none, as upstream (a pull takes as long as the image
-   * needs; the kubelet bounds it by progress instead).
+   * Deadline of PullImage, in ms. Default (and 0): none, as upstream (a pull takes as long as the
+   * image needs; the kubelet bounds it by progress instead).
    */
   pullTimeoutMs?: number;
 }
@@ -51,12 +51,9 @@ export function createCriClient(address: string, options: CriClientOptions = {})
     'grpc.max_send_message_length': CRI_MAX_MESSAGE_BYTES,
   });
 
-  function call<Req, Res>(
-    method: UnaryMethod<Req, Res>,
-    req: Req,
-    deadlineMs: number | undefined = timeoutMs,
-  ) {
-    const callOptions: CallOptions = deadlineMs === undefined ? {} : { deadline: Date.now() + deadlineMs };
+  // `null`: no deadline at all (an `undefined` argument would take the default, the call deadline).
+  function call<Req, Res>(method: UnaryMethod<Req, Res>, req: Req, deadlineMs: number | null = timeoutMs) {
+    const callOptions: CallOptions = deadlineMs === null ? {} : { deadline: Date.now() + deadlineMs };
     return new Promise<Res>((resolve, reject) => {
       client.makeUnaryRequest(
         method.path,
@@ -89,7 +86,7 @@ export function createCriClient(address: string, options: CriClientOptions = {})
     updateContainerResources: (r) => call(rs.updateContainerResources, r),
     reopenContainerLog: (r) => call(rs.reopenContainerLog, r),
     // A command's own timeout plus the call deadline; no timeout means no deadline, as upstream.
-    execSync: (r) => call(rs.execSync, r, r.timeout > 0n ? timeoutMs + Number(r.timeout) * 1000 : undefined),
+    execSync: (r) => call(rs.execSync, r, r.timeout > 0n ? timeoutMs + Number(r.timeout) * 1000 : null),
     exec: (r) => call(rs.exec, r),
     attach: (r) => call(rs.attach, r),
     portForward: (r) => call(rs.portForward, r),
@@ -110,7 +107,7 @@ export function createCriClient(address: string, options: CriClientOptions = {})
   const image: ImageService = {
     listImages: (r) => call(is.listImages, r),
     imageStatus: (r) => call(is.imageStatus, r),
-    pullImage: (r) => call(is.pullImage, r, options.pullTimeoutMs),
+    pullImage: (r) => call(is.pullImage, r, options.pullTimeoutMs || null),
     removeImage: (r) => call(is.removeImage, r),
     imageFsInfo: (r) => call(is.imageFsInfo, r),
   };

@@ -30,7 +30,9 @@ export class ContainerLifecycle {
   exit(c: ContainerRecord, exitCode: number, reason?: string, message?: string): void {
     if (c.state === ContainerState.CONTAINER_EXITED) return;
     c.state = ContainerState.CONTAINER_EXITED;
-    c.finishedAt = msToNs(this.clock.now());
+    const now = msToNs(this.clock.now());
+    const floor = c.startedAt > c.createdAt ? c.startedAt : c.createdAt;
+    c.finishedAt = now > floor ? now : floor; // never before it was created or started
     c.exitCode = exitCode;
     c.reason = reason ?? (exitCode === 0 ? 'Completed' : 'Error');
     c.message = message ?? '';

@@ -25,6 +25,22 @@ test('ExecSync defaults: true, false, exit N, echo, anything else succeeds', asy
   t.deepEqual(await exec('cat', '/tmp/healthy'), [0, '', '']);
 });
 
+test('ExecSync default shell: lists with ;, && and ||, >&2 to stderr, exit ends the script', async (t) => {
+  const { runtime } = setup();
+  const pod = await runPod(runtime, 'p');
+  const id = await startContainer(runtime, pod, 'app');
+  const sh = async (script: string) =>
+    out(await runtime.execSync({ containerId: id, cmd: ['sh', '-c', script], timeout: 0n }));
+  t.deepEqual(await sh('echo out; echo err >&2; exit 3'), [3, 'out\n', 'err\n']);
+  t.deepEqual(await sh('echo a 1>&2; echo "b; c"'), [0, 'b; c\n', 'a\n']);
+  t.deepEqual(await sh('false && echo no; echo yes'), [0, 'yes\n', '']);
+  t.deepEqual(await sh('false || echo recovered'), [0, 'recovered\n', '']);
+  t.deepEqual(await sh('true || echo no'), [0, '', '']);
+  t.deepEqual(await sh('echo one\necho two; false'), [1, 'one\ntwo\n', '']);
+  t.deepEqual(await sh('false; exit'), [1, '', ''], 'a bare exit keeps the last status');
+  t.deepEqual(await sh('exit 2; echo never'), [2, '', '']);
+});
+
 test('onExec handlers answer first, newest first, and may pass a command on', async (t) => {
   const { runtime } = setup();
   const pod = await runPod(runtime, 'p');

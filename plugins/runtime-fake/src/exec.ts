@@ -37,13 +37,44 @@ function basename(path: string): string {
   return path.slice(path.lastIndexOf('/') + 1);
 }
 
-/** Splits a simple shell word list, honouring single and double quotes (no expansions). */
-function shellWords(script: string): string[] {
-  const words: string[] = [];
-  const re = /"((?:[^"\\]|\\.)*)"|'([^']*)'|(\S+)/g;
-  for (const m of script.matchAll(re))
-    words.push(m[1] !== undefined ? m[1].replace(/\\(.)/g, '$1') : (m[2] ?? m[3]!));
-  return words;
+type Token = { word: string } | { op: ';' | '&&' | '||' } | { redirect: 'stderr' };
+
+/**
+ * Splits a script into words (single and double quotes honoured, no expansions), list operators
+ * (`;`, `&&`, `||`, `&`, newlines) and the redirection `>&2` / `1>&2`.
+ */
+function shellTokens(script: string): Token[] {
+  const tokens: Token[] = [];
+  const re = /(1?>&2)(?=\s|;|&|\||$)|(&&|\|\||;|&|\n)|"((?:[^"\\]|\\.)*)"|'([^']*)'|([^\s;&|"']+)/g;
+  for (const m of script.matchAll(re)) {
+    if (m[1] !== undefined) tokens.push({ redirect: 'stderr' });
+    else if (m[2] !== undefined) tokens.push({ op: m[2] === '&&' || m[2] === '||' ? m[2] : ';' });
+    else if (m[3] !== undefined) tokens.push({ word: m[3].replace(/\\(.)/g, '$1') });
+    else tokens.push({ word: m[4] ?? m[5]! });
+  }
+  return tokens;
+}
+
+interface SimpleCommand {
+  words: string[];
+  toStderr: boolean;
+  /** How this command joins the one before it. */
+  after: ';' | '&&' | '||';
+}
+
+function simpleCommands(script: string): SimpleCommand[] {
+  const commands: SimpleCommand[] = [];
+  let current: SimpleCommand = { words: [], toStderr: false, after: ';' };
+  for (const token of shellTokens(script)) {
+    if ('word' in token) current.words.push(token.word);
+    else if ('redirect' in token) current.toStderr = true;
+    else {
+      if (current.words.length > 0) commands.push(current);
+      current = { words: [], toStderr: false, after: token.op };
+    }
+  }
+  if (current.words.length > 0) commands.push(current);
+  return commands;
 }
 
 /**
@@ -52,7 +83,8 @@ function shellWords(script: string): string[] {
  *  - `true` → 0; `false` → 1; `exit N` (inside `sh -c`) → N
  *  - `echo [-n] words…` → the words on stdout
  *  - `sleep N` → takes N seconds on the clock, then 0 (so probe timeouts can be exercised)
- *  - `sh -c "<one of the above>"` (also bash/ash/dash)
+ *  - `sh -c "<script>"` (also bash/ash/dash): the above joined by `;`, `&&`, `||`, with `>&2` sending
+ *    a command's output to stderr, e.g. `sh -c 'echo out; echo err >&2; exit 3'`
  *  - anything else succeeds: 0, no output (a fake container is healthy unless told otherwise)
  */
 export function defaultExec(
@@ -68,13 +100,34 @@ export function defaultExec(
   return runWords([program, ...args], clock, signal);
 }
 
-function runScript(script: string, clock: Clock, signal?: AbortSignal): ExecResult | Promise<ExecResult> {
-  const words = shellWords(script.trim());
-  if (words[0] === 'exit') {
-    const code = words[1] === undefined ? 0 : Number(words[1]);
-    return { exitCode: Number.isInteger(code) ? code & 255 : 2 };
+/**
+ * Runs `a; b && c || d` left to right as a shell would: output accumulates, `exit N` ends the
+ * script, `>&2` sends a command's stdout to stderr. The exit code is the last command's.
+ */
+async function runScript(script: string, clock: Clock, signal?: AbortSignal): Promise<ExecResult> {
+  let stdout = '';
+  let stderr = '';
+  let exitCode = 0;
+  for (const command of simpleCommands(script)) {
+    if (command.after === '&&' && exitCode !== 0) continue;
+    if (command.after === '||' && exitCode === 0) continue;
+    if (command.words[0] === 'exit') {
+      const code = command.words[1] === undefined ? exitCode : Number(command.words[1]);
+      exitCode = Number.isInteger(code) ? code & 255 : 2;
+      break;
+    }
+    const result = await runWords(command.words, clock, signal);
+    const out = textOf(result.stdout);
+    if (command.toStderr) stderr += out;
+    else stdout += out;
+    stderr += textOf(result.stderr);
+    exitCode = result.exitCode ?? 0;
   }
-  return runWords(words, clock, signal);
+  return { exitCode, stdout, stderr };
+}
+
+function textOf(data: string | Uint8Array | undefined): string {
+  return data === undefined ? '' : typeof data === 'string' ? data : Buffer.from(data).toString();
 }
 
 function runWords(

@@ -1,7 +1,7 @@
 import test, { type ExecutionContext } from 'ava';
 import { type ErrorCode, isErrorCode, NodeletError } from '@nodelet/kernel';
 import { ContainerState, PodSandboxState } from '@nodelet/cri';
-import { createContainer, runPod, setup, startContainer, track } from './fixtures.js';
+import { createContainer, runPod, sandboxConfig, setup, startContainer, track } from './fixtures.js';
 
 const EPOCH_NS = BigInt(Date.UTC(2026, 0, 1)) * 1_000_000n;
 const ns = (ms: number) => EPOCH_NS + BigInt(ms) * 1_000_000n;
@@ -408,7 +408,7 @@ test('sandbox status: IP, metadata, labels, annotations and createdAt in ns from
   code(t, dup, 'AlreadyExists');
 });
 
-test('pod IPs: sequential from .2, none for host network, released on remove, reused after wrapping', async (t) => {
+test('pod IPs: sequential from .2, none for host network, released on stop, reused after wrapping', async (t) => {
   const { runtime } = setup({ podCIDR: '10.1.0.0/29' }); // .2 – .6 allocatable
   const ip = async (id: string) =>
     (await runtime.podSandboxStatus({ podSandboxId: id, verbose: false })).status!.network!.ip;
@@ -418,7 +418,8 @@ test('pod IPs: sequential from .2, none for host network, released on remove, re
   t.is(await ip(await runPod(runtime, 'host', { hostNetwork: true })), '');
 
   await runtime.stopPodSandbox({ podSandboxId: pods[0]! });
-  t.is(await ip(pods[0]!), '10.1.0.2', 'a stopped sandbox keeps reporting its IP');
+  t.is(await ip(pods[0]!), '', 'a stopped sandbox has no IP: its network is torn down, as in containerd');
+  t.is(runtime.counts().podIPs, 2);
   await runtime.removePodSandbox({ podSandboxId: pods[0]! });
   t.is(await ip(await runPod(runtime, 'p3')), '10.1.0.5', 'host-local goes on from the last one handed out');
   t.is(await ip(await runPod(runtime, 'p4')), '10.1.0.6');
@@ -440,6 +441,16 @@ test('pod IPs: sequential from .2, none for host network, released on remove, re
     '10.9.3.3',
     'a release into the old range does not disturb the new one',
   );
+});
+
+test('a host-network sandbox with a hostname is refused, as runc does in the node UTS namespace', async (t) => {
+  const { runtime } = setup();
+  const config = sandboxConfig('host', { hostNetwork: true });
+  config.hostname = 'host';
+  const err = await t.throwsAsync(runtime.runPodSandbox({ config, runtimeHandler: '' }));
+  code(t, err, 'Internal');
+  t.regex(err!.message, /unable to set hostname without a private UTS namespace/);
+  t.is(runtime.counts().sandboxes, 0);
 });
 
 test('ListPodSandbox filters by id, state and labels (all must match)', async (t) => {

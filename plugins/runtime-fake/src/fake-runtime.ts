@@ -408,10 +408,19 @@ export class FakeRuntime implements RuntimeService, ImageService {
         `failed to reserve sandbox name "${reservedName}": name "${reservedName}" is reserved for "${holder}"`,
       );
     }
+    const hostNetwork = config.linux?.securityContext?.namespaceOptions?.network === NamespaceMode.NODE;
+    if (hostNetwork && config.hostname !== '') {
+      // containerd gives a host-network sandbox the node's UTS namespace, where runc cannot set a
+      // hostname: the kubelet leaves it empty for such pods.
+      throw new NodeletError(
+        'Internal',
+        'failed to create containerd task: failed to create shim task: OCI runtime create failed: runc create failed: unable to set hostname without a private UTS namespace: unknown',
+      );
+    }
     const id = this.newId();
     let ip = '';
     let ipPool: IpAllocator | undefined;
-    if (config.linux?.securityContext?.namespaceOptions?.network !== NamespaceMode.NODE) {
+    if (!hostNetwork) {
       const network = this.conditions.get('NetworkReady');
       if (network && !network.status) {
         throw new NodeletError(
@@ -449,12 +458,16 @@ export class FakeRuntime implements RuntimeService, ImageService {
     return { podSandboxId: id };
   }
 
-  /** Kills the sandbox's containers at once (timeout 0, as runtimes do) and marks it NOTREADY. */
+  /**
+   * Kills the sandbox's containers at once (timeout 0, as runtimes do), tears its network down (the
+   * IP goes back to the pool and PodSandboxStatus reports none, as containerd) and marks it NOTREADY.
+   */
   async stopPodSandbox(req: StopPodSandboxRequest): Promise<StopPodSandboxResponse> {
     this.check();
     const sandbox = this.mustSandbox(req.podSandboxId);
     for (const c of sandbox.containers) this.lifecycle.kill(c, 'its sandbox was stopped');
     sandbox.state = PodSandboxState.SANDBOX_NOTREADY;
+    this.releaseIp(sandbox);
     return {};
   }
 
@@ -465,7 +478,7 @@ export class FakeRuntime implements RuntimeService, ImageService {
     if (!sandbox) return {};
     for (const c of [...sandbox.containers]) this.forgetContainer(c, 'its sandbox was removed');
     sandbox.state = PodSandboxState.SANDBOX_NOTREADY;
-    if (sandbox.ip !== '') sandbox.ipPool?.release(sandbox.ip);
+    this.releaseIp(sandbox);
     this.store.deleteSandbox(sandbox);
     return {};
   }
@@ -579,7 +592,9 @@ export class FakeRuntime implements RuntimeService, ImageService {
       throw new NodeletError('Internal', message);
     }
     c.state = ContainerState.CONTAINER_RUNNING;
-    c.startedAt = this.nowNs();
+    // Not before its creation stamp, which may run a few ns ahead of the clock (see creationStamp).
+    const now = this.nowNs();
+    c.startedAt = now > c.createdAt ? now : c.createdAt;
     if (b.stdout !== undefined) this.appendLog(c, 'stdout', withNewline(b.stdout));
     if (b.stderr !== undefined) this.appendLog(c, 'stderr', withNewline(b.stderr));
     this.lifecycle.scheduleExit(c);
@@ -902,6 +917,12 @@ export class FakeRuntime implements RuntimeService, ImageService {
       for (const s of this.scripts) if (s.matches(target)) layers.push(s.behavior);
     }
     return layers;
+  }
+
+  private releaseIp(sandbox: SandboxRecord): void {
+    if (sandbox.ip === '') return;
+    sandbox.ipPool?.release(sandbox.ip);
+    sandbox.ip = '';
   }
 
   /** Kills the container if it runs, then forgets it. */

@@ -27,7 +27,7 @@ export function sandboxConfig(name: string, o: PodOptions = {}): PodSandboxConfi
   const uid = o.uid ?? `uid-${name}`;
   return PodSandboxConfig.fromPartial({
     metadata: { name, namespace, uid, attempt: o.attempt ?? 0 },
-    hostname: name,
+    hostname: o.hostNetwork ? '' : name,
     logDirectory: o.logDirectory ?? `/var/log/pods/${namespace}_${name}_${uid}`,
     labels: {
       'io.kubernetes.pod.name': name,

@@ -35,8 +35,8 @@ export interface SandboxRecord {
   readonly createdAt: bigint;
   /** The `io.kubernetes.pod.uid` label, the key of the pod index. */
   readonly podUid: string | undefined;
-  /** '' for host-network sandboxes. */
-  readonly ip: string;
+  /** '' for host-network sandboxes, and once the sandbox is stopped (its network is torn down). */
+  ip: string;
   readonly ipPool: IpAllocator | undefined;
   /** Behaviours from the pod's annotations, by container name or `all`. */
   readonly behaviors: Map<string, ContainerBehavior> | undefined;

@@ -83,3 +83,42 @@ test('by id and by sandbox: direct lookups; removal cleans every index', (t) => 
   t.is(c.sandbox.containers.size, 0);
   t.is(store.containerCount, 999);
 });
+
+test('ids by unique prefix, as containerd: lookups and id filters; an ambiguous prefix names nothing', (t) => {
+  const { store } = fill(20); // s0 … s19, c0 … c19
+  t.is(store.container('c7')?.id, 'c7', 'an exact id wins over the longer ids it prefixes');
+  t.is(store.sandbox('s15')?.id, 's15');
+  t.is(store.container('c1'), store.container('c1'), 'exact');
+  t.is(store.sandbox('s'), undefined, 'ambiguous');
+  t.is(store.container('x'), undefined, 'unknown');
+  t.deepEqual(
+    [...store.findContainers({ id: '', podSandboxId: 's1', labelSelector: {} })].map((c) => c.id),
+    ['c1'],
+  );
+  const onlyOne = new RuntimeStore();
+  const sandbox = {
+    id: 'abcdef',
+    reservedName: 'p_default_u_0',
+    config: { labels: {} },
+    containers: new Set(),
+    state: PodSandboxState.SANDBOX_READY,
+  } as unknown as SandboxRecord;
+  onlyOne.addSandbox(sandbox);
+  onlyOne.addContainer({
+    id: '123456',
+    sandbox,
+    reservedName: 'app_p_default_u_0',
+    config: { labels: {} },
+    state: ContainerState.CONTAINER_RUNNING,
+  } as unknown as ContainerRecord);
+  t.is(onlyOne.sandbox('abc')?.id, 'abcdef');
+  t.deepEqual(
+    [...onlyOne.findSandboxes({ id: 'ab', labelSelector: {} })].map((s) => s.id),
+    ['abcdef'],
+  );
+  t.deepEqual(
+    [...onlyOne.findContainers({ id: '12', podSandboxId: 'abcd', labelSelector: {} })].map((c) => c.id),
+    ['123456'],
+  );
+  t.deepEqual([...onlyOne.findContainers({ id: '', podSandboxId: 'abx', labelSelector: {} })], []);
+});

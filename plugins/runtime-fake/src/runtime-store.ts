@@ -18,12 +18,14 @@ export class RuntimeStore {
   private readonly sandboxNames = new Map<string, string>();
   private readonly containerNames = new Map<string, string>();
 
+  /** The sandbox with this id, or with this unique id prefix (as containerd's truncindex allows). */
   sandbox(id: string): SandboxRecord | undefined {
-    return this.sandboxes.get(id);
+    return this.sandboxes.get(id) ?? byUniquePrefix(this.sandboxes, id);
   }
 
+  /** The container with this id, or with this unique id prefix (as containerd's truncindex allows). */
   container(id: string): ContainerRecord | undefined {
-    return this.containers.get(id);
+    return this.containers.get(id) ?? byUniquePrefix(this.containers, id);
   }
 
   /** The id holding a reserved sandbox name (`<pod>_<namespace>_<uid>_<attempt>`), if any. */
@@ -85,12 +87,14 @@ export class RuntimeStore {
 
   /** The containers a filter matches, starting from the narrowest index it allows. */
   *findContainers(filter: ContainerFilter | undefined): Generator<ContainerRecord> {
-    for (const c of this.containerCandidates(filter)) if (matchesContainerFilter(c, filter)) yield c;
+    const sandboxId = filter?.podSandboxId ? this.sandbox(filter.podSandboxId)?.id : undefined;
+    for (const c of this.containerCandidates(filter))
+      if (matchesContainerFilter(c, filter, sandboxId)) yield c;
   }
 
   private sandboxCandidates(filter: PodSandboxFilter | undefined): Iterable<SandboxRecord> {
     if (filter?.id) {
-      const s = this.sandboxes.get(filter.id);
+      const s = this.sandbox(filter.id);
       return s ? [s] : [];
     }
     const uid = filter?.labelSelector?.[POD_UID_LABEL];
@@ -100,10 +104,10 @@ export class RuntimeStore {
 
   private containerCandidates(filter: ContainerFilter | undefined): Iterable<ContainerRecord> {
     if (filter?.id) {
-      const c = this.containers.get(filter.id);
+      const c = this.container(filter.id);
       return c ? [c] : [];
     }
-    if (filter?.podSandboxId) return this.sandboxes.get(filter.podSandboxId)?.containers ?? [];
+    if (filter?.podSandboxId) return this.sandbox(filter.podSandboxId)?.containers ?? [];
     const uid = filter?.labelSelector?.[POD_UID_LABEL];
     if (uid !== undefined) return this.containersByPodUid.get(uid) ?? [];
     return this.containers.values();
@@ -120,17 +124,35 @@ export function matchesLabels(
   return true;
 }
 
+/**
+ * containerd resolves ids through a truncated index: a prefix names the one object whose id starts
+ * with it, and nothing when several do. Only a short id that misses the map pays for the scan.
+ */
+function byUniquePrefix<T>(records: Map<string, T>, prefix: string): T | undefined {
+  if (prefix === '' || prefix.length >= 64) return undefined; // a whole id that missed is absent
+  let found: T | undefined;
+  for (const [id, record] of records) {
+    if (!id.startsWith(prefix)) continue;
+    if (found !== undefined) return undefined;
+    found = record;
+  }
+  return found;
+}
+
+// The candidates already honour `id` (and `podSandboxId`), prefixes included.
 function matchesSandboxFilter(s: SandboxRecord, f: PodSandboxFilter | undefined): boolean {
   if (!f) return true;
-  if (f.id && s.id !== f.id) return false;
   if (f.state && s.state !== f.state.state) return false;
   return matchesLabels(s.config.labels, f.labelSelector);
 }
 
-function matchesContainerFilter(c: ContainerRecord, f: ContainerFilter | undefined): boolean {
+function matchesContainerFilter(
+  c: ContainerRecord,
+  f: ContainerFilter | undefined,
+  sandboxId: string | undefined,
+): boolean {
   if (!f) return true;
-  if (f.id && c.id !== f.id) return false;
-  if (f.podSandboxId && c.sandbox.id !== f.podSandboxId) return false;
+  if (f.podSandboxId && c.sandbox.id !== sandboxId) return false;
   if (f.state && c.state !== f.state.state) return false;
   return matchesLabels(c.config.labels, f.labelSelector);
 }
