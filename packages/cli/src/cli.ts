@@ -8,7 +8,10 @@ Usage:
 
 Commands:
   kubelet      run the kubelet (node agent): static pods from a directory or URL on a container runtime
+  up           run a single-node cluster: the embedded control plane (API server on SQLite) kubectl talks to
   get pods     list the pods a running kubelet reports, like kubectl get pods
+  describe pod show a pod's containers, probes, conditions and last events, like kubectl describe pod
+  cri serve    serve the fake runtime (or another runtime plugin) as a CRI v1 gRPC server
   version      print the version
 
 Flags:
@@ -67,9 +70,22 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number | 
       const kernel = await runKubelet(rest, { stdout: io.stdout });
       return kernel ? 'running' : 0;
     }
+    case 'cri': {
+      const { runCri } = await import('./cri-command.js');
+      return runCri(rest, { stdout: io.stdout });
+    }
+    case 'up': {
+      const { runUp } = await import('./up-command.js');
+      const kernel = await runUp(rest, { stdout: io.stdout });
+      return kernel ? 'running' : 0;
+    }
     case 'get': {
       const { runGet } = await import('./get-command.js');
       return runGet(rest, io);
+    }
+    case 'describe': {
+      const { runDescribe } = await import('./describe-command.js');
+      return runDescribe(rest, io);
     }
     default:
       if (command.startsWith('-'))

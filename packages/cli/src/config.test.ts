@@ -222,16 +222,14 @@ test('NodeletConfiguration errors name the file and the field', (t) => {
   });
 });
 
-test('runtime: the table of built-ins, containerd and crio say what they need, packages and paths are imported', async (t) => {
+test('runtime: the table of built-ins (fake, containerd, crio), packages and paths are imported', async (t) => {
   t.deepEqual([...builtInRuntimes.keys()], ['fake', 'containerd', 'crio']);
   const fake = await loadRuntime({ name: 'fake', origin: 'flag --runtime', baseDir: '/' });
   t.is(fake.manifest.name, 'runtime-fake');
-  await t.throwsAsync(loadRuntime({ name: 'containerd', origin: 'flag --runtime', baseDir: '/' }), {
-    message: 'runtime "containerd" needs the runtime-cri plugin, which is not installed in this build',
-  });
-  await t.throwsAsync(loadRuntime({ name: 'crio', origin: 'flag --runtime', baseDir: '/' }), {
-    message: 'runtime "crio" needs the runtime-cri plugin, which is not installed in this build',
-  });
+  const containerd = await loadRuntime({ name: 'containerd', origin: 'flag --runtime', baseDir: '/' });
+  t.is(containerd.manifest.name, 'runtime-containerd');
+  const crio = await loadRuntime({ name: 'crio', origin: 'flag --runtime', baseDir: '/' });
+  t.is(crio.manifest.name, 'runtime-crio');
   await t.throwsAsync(
     loadRuntime({ name: 'nodelet-runtime-nonexistent', origin: 'flag --runtime', baseDir: '/' }),
     {
@@ -300,4 +298,76 @@ test('a runtime plugin that does not provide cri.runtime fails to link, naming w
     name: 'LinkError',
     message: /^plugin 'kubelet' requires capability 'cri\.(runtime|image)', but no loaded plugin provides it/,
   });
+});
+
+test('CRI endpoints: flags over plugins.<name>, over the KubeletConfiguration, over the runtime default', async (t) => {
+  const dir = tmp(t);
+  const kc = join(dir, 'kubelet-config.yaml');
+  writeFileSync(
+    kc,
+    `apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncontainerRuntimeEndpoint: unix://${dir}/kc.sock\nruntimeRequestTimeout: 30s\n`,
+  );
+  const nodelet = (section: string) => {
+    const file = join(dir, 'nodelet.yaml');
+    writeFileSync(
+      file,
+      `apiVersion: nodelet.dev/v1alpha1\nkind: NodeletConfiguration\nruntime: containerd\nkubelet:\n  kubeletConfig: ./kubelet-config.yaml\n${section}`,
+    );
+    return file;
+  };
+  /** Which socket the started runtime plugin tried: its startup error names it. */
+  const triedSocket = async (flags: Parameters<typeof resolveKubeletSetup>[0]) => {
+    const sink = new MemorySink();
+    const setup = resolveKubeletSetup({ rootDir: dir, readOnlyPort: 0, ...flags }, env(dir, sink));
+    const kernel = await buildKernel(setup, createLogger({ sink: sink.sink }));
+    const err = await t.throwsAsync(kernel.start());
+    return (
+      /^cannot connect to containerd at (\S+): no such socket/.exec(err?.message ?? '')?.[1] ?? err?.message
+    );
+  };
+
+  t.is(await triedSocket({ config: nodelet('') }), `unix://${dir}/kc.sock`);
+  const withSection = nodelet(
+    `plugins:\n  runtime-containerd:\n    runtimeEndpoint: unix://${dir}/section.sock\n`,
+  );
+  t.is(await triedSocket({ config: withSection }), `unix://${dir}/section.sock`);
+  t.is(
+    await triedSocket({ config: withSection, containerRuntimeEndpoint: `unix://${dir}/flag.sock` }),
+    `unix://${dir}/flag.sock`,
+  );
+  t.deepEqual(
+    parseKubeletArgs(['--container-runtime-endpoint', '/a.sock', '--image-service-endpoint', '/b.sock'])
+      .flags,
+    {
+      containerRuntimeEndpoint: '/a.sock',
+      imageServiceEndpoint: '/b.sock',
+    },
+  );
+});
+
+test('CRI endpoints with a runtime that takes none: a flag is refused, a KubeletConfiguration field is reported', async (t) => {
+  const dir = tmp(t);
+  const sink = new MemorySink();
+  const logger = createLogger({ sink: sink.sink });
+  const flagged = resolveKubeletSetup(
+    { rootDir: dir, readOnlyPort: 0, containerRuntimeEndpoint: 'unix:///run/containerd/containerd.sock' },
+    env(dir, sink),
+  );
+  await t.throwsAsync(buildKernel(flagged, logger), {
+    message:
+      'flag --container-runtime-endpoint needs a CRI runtime, but the runtime is "fake" (the default runtime); add --runtime containerd (or crio)',
+  });
+  const kc = join(dir, 'kubelet-config.yaml');
+  writeFileSync(
+    kc,
+    'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncontainerRuntimeEndpoint: unix:///run/containerd/containerd.sock\n',
+  );
+  await buildKernel(
+    resolveKubeletSetup({ config: kc, rootDir: dir, readOnlyPort: 0 }, env(dir, sink)),
+    logger,
+  );
+  t.is(
+    sink.find('the KubeletConfiguration names a CRI endpoint, but the runtime does not use one').length,
+    1,
+  );
 });

@@ -190,11 +190,19 @@ test('startup errors are one line on stderr and exit 1', async (t) => {
     stderr: 'nodelet: unknown flag --foo; see nodelet kubelet --help\n',
   });
 
-  const runtime = await nodelet(['kubelet', '--runtime', 'containerd', '--read-only-port', '0']);
+  const runtime = await nodelet([
+    'kubelet',
+    '--runtime',
+    'containerd',
+    '--container-runtime-endpoint',
+    'unix:///nonexistent/containerd.sock',
+    '--read-only-port',
+    '0',
+  ]);
   t.is(runtime.code, 1);
   t.is(
     runtime.stderr,
-    'nodelet: runtime "containerd" needs the runtime-cri plugin, which is not installed in this build\n',
+    'nodelet: cannot connect to containerd at unix:///nonexistent/containerd.sock: no such socket (/nonexistent/containerd.sock); is containerd running? set the socket with --container-runtime-endpoint (KubeletConfiguration containerRuntimeEndpoint, or plugins.runtime-containerd.runtimeEndpoint)\n',
   );
 
   const noConfig = await nodelet(['kubelet', '--config', '/nonexistent/nodelet.yaml']);

@@ -6,3 +6,5 @@ export * from './kubelet-setup.js';
 export * from './runtimes.js';
 export * from './kubelet-command.js';
 export * from './get-command.js';
+export * from './describe-command.js';
+export * from './pod-describer.js';

@@ -20,6 +20,9 @@ Configuration:
                                  KubeletConfiguration (kubelet.config.k8s.io/v1beta1)
   --runtime NAME                 fake | containerd | crio | an npm package or path exporting a plugin
                                  (default fake)
+  --container-runtime-endpoint E the CRI runtime's socket, e.g. unix:///run/containerd/containerd.sock
+                                 (default: the runtime's own; for containerd, crio and CRI plugins)
+  --image-service-endpoint E     the CRI image service's socket (default: the runtime endpoint)
   --hostname-override NAME       node name (default: the hostname, in lower case)
   --node-ip IP                   the node's IP (default: the first non-loopback IPv4 address)
   --root-dir DIR                 kubelet root directory, for volumes
@@ -45,6 +48,8 @@ const options = {
   'manifest-url-header': { type: 'string', multiple: true },
   config: { type: 'string' },
   runtime: { type: 'string' },
+  'container-runtime-endpoint': { type: 'string' },
+  'image-service-endpoint': { type: 'string' },
   'hostname-override': { type: 'string' },
   'node-ip': { type: 'string' },
   'root-dir': { type: 'string' },
@@ -73,6 +78,8 @@ export function parseKubeletArgs(args: readonly string[]): ParsedKubeletArgs {
   set('manifestUrlHeader', values['manifest-url-header']);
   set('config', values.config);
   set('runtime', values.runtime);
+  set('containerRuntimeEndpoint', values['container-runtime-endpoint']);
+  set('imageServiceEndpoint', values['image-service-endpoint']);
   set('hostnameOverride', values['hostname-override']);
   set('nodeIp', values['node-ip']);
   set('rootDir', values['root-dir']);
@@ -90,15 +97,43 @@ export function logLevelFor(v: number | undefined): LogLevel {
 
 /** Builds the kernel (not started) from a setup: the runtime plugin, then the kubelet. */
 export async function buildKernel(setup: KubeletSetup, logger: Logger): Promise<Kernel> {
-  const [{ Kernel }, { kubeletPlugin }, { loadRuntime }] = await Promise.all([
-    import('@nodelet/kernel'),
-    import('@nodelet/kubelet'),
-    import('./runtimes.js'),
-  ]);
+  const [{ Kernel }, { kubeletPlugin }, { loadRuntime, runtimePluginConfig, takesCriEndpoint }] =
+    await Promise.all([import('@nodelet/kernel'), import('@nodelet/kubelet'), import('./runtimes.js')]);
   const runtime = await loadRuntime(setup.runtime);
   const kernel = new Kernel({ logger });
   const runtimeName = runtime.manifest.name;
-  kernel.use(runtime, setup.plugins[runtimeName] ?? {}, `${setup.pluginsOrigin}.${runtimeName}`);
+  if (!takesCriEndpoint(runtime)) {
+    const flag = setup.criFlags?.runtimeEndpoint
+      ? '--container-runtime-endpoint'
+      : setup.criFlags?.imageEndpoint
+        ? '--image-service-endpoint'
+        : undefined;
+    if (flag) {
+      throw new CliError(
+        `flag ${flag} needs a CRI runtime, but the runtime is ${JSON.stringify(setup.runtime.name)} (${setup.runtime.origin}); add --runtime containerd (or crio)`,
+      );
+    }
+    if (setup.containerRuntimeEndpoint || setup.imageServiceEndpoint) {
+      logger.warn(
+        'the KubeletConfiguration names a CRI endpoint, but the runtime does not use one; ignoring it',
+        {
+          runtime: setup.runtime.name,
+          containerRuntimeEndpoint: setup.containerRuntimeEndpoint ?? '',
+        },
+      );
+    }
+  }
+  const runtimeConfig = runtimePluginConfig(
+    runtime,
+    setup.plugins[runtimeName] ?? {},
+    {
+      runtimeEndpoint: setup.containerRuntimeEndpoint,
+      imageEndpoint: setup.imageServiceEndpoint,
+      runtimeRequestTimeoutMs: setup.runtimeRequestTimeoutMs,
+    },
+    setup.criFlags ?? {},
+  );
+  kernel.use(runtime, runtimeConfig, `${setup.pluginsOrigin}.${runtimeName}`);
   kernel.use(kubeletPlugin, setup.kubelet, 'kubelet configuration');
   for (const name of Object.keys(setup.plugins)) {
     if (name !== runtimeName) {

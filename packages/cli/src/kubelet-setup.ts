@@ -15,6 +15,9 @@ export interface KubeletFlags {
   manifestUrlHeader?: string[];
   config?: string;
   runtime?: string;
+  /** Upstream `--container-runtime-endpoint` / `--image-service-endpoint`: the CRI sockets. */
+  containerRuntimeEndpoint?: string;
+  imageServiceEndpoint?: string;
   hostnameOverride?: string;
   nodeIp?: string;
   rootDir?: string;
@@ -63,6 +66,8 @@ export interface KubeletSetup {
   containerRuntimeEndpoint?: string;
   imageServiceEndpoint?: string;
   runtimeRequestTimeoutMs?: number;
+  /** CRI endpoints from the flags: they win over the plugin's section and the KubeletConfiguration. */
+  criFlags?: { runtimeEndpoint?: string; imageEndpoint?: string };
   config?: LoadedConfig;
 }
 
@@ -191,5 +196,13 @@ export function resolveKubeletSetup(flags: KubeletFlags, env: SetupEnv): Kubelet
   if (kc.containerRuntimeEndpoint) setup.containerRuntimeEndpoint = kc.containerRuntimeEndpoint;
   if (kc.imageServiceEndpoint) setup.imageServiceEndpoint = kc.imageServiceEndpoint;
   if (kc.runtimeRequestTimeoutMs !== undefined) setup.runtimeRequestTimeoutMs = kc.runtimeRequestTimeoutMs;
+  if (flags.containerRuntimeEndpoint !== undefined || flags.imageServiceEndpoint !== undefined) {
+    setup.criFlags = {
+      ...(flags.containerRuntimeEndpoint !== undefined
+        ? { runtimeEndpoint: flags.containerRuntimeEndpoint }
+        : {}),
+      ...(flags.imageServiceEndpoint !== undefined ? { imageEndpoint: flags.imageServiceEndpoint } : {}),
+    };
+  }
   return setup;
 }

@@ -26,17 +26,33 @@ export interface EventCatalogue {
   '[PLEG] Container Changed': { podUid: string; containerId: string };
   '[PLEG] Health Changed': { healthy: boolean; message: string };
 
-  // Prober.
+  // Prober: one event per probe run. `result` is what this run found ('unknown': the check could not be
+  // made); `changed` says the kubelet's view of the probe (past its thresholds) changed with it.
   '[Prober] Probe Result': {
     podUid: string;
     container: string;
+    containerId: string;
     probe: 'liveness' | 'readiness' | 'startup';
     result: 'success' | 'failure' | 'unknown';
     message: string;
+    changed: boolean;
   };
 
   // Status manager.
   '[Status] Pod Status Changed': { podUid: string; podName: string; namespace: string; status: PodStatus };
+
+  // What the kubelet did to a pod, with upstream's event reasons (Pulling, Pulled, Created, Started, Killing,
+  // BackOff, Failed, FailedMount, Unhealthy, OutOfcpu, …): an API server connection records them as Events.
+  '[Kubelet] Pod Event': {
+    podUid: string;
+    podName: string;
+    namespace: string;
+    eventType: 'Normal' | 'Warning';
+    reason: string;
+    message: string;
+    /** The container it is about, if any (`involvedObject.fieldPath: spec.containers{<name>}`). */
+    container?: string;
+  };
 
   // Pod workers.
   '[PodWorker] Pod Terminated': { podUid: string; podName: string; namespace: string };

@@ -16,3 +16,4 @@ export * from './volumes.js';
 export * from './container-hash.js';
 export * from './status-manager.js';
 export * from './config/index.js';
+export * from './prober/index.js';

@@ -3,12 +3,14 @@ import type { Pod, PodList } from '@nodelet/api';
 import { CriAnnotations, CriLabels, type ImageService, type RuntimeService } from '@nodelet/cri';
 import { type Clock, type EventBus, errorMessage, type Logger } from '@nodelet/kernel';
 import type { Subscription } from 'rxjs';
+import { type ApiServerOptions, NodeAgent, tapLogger } from './apiserver/index.js';
 import { FileSource, PodConfig, type PodSource, UrlSource } from './config/index.js';
 import { ImagePuller, podRef } from './image-puller.js';
 import { KubeRuntime } from './kuberuntime.js';
 import { GenericPleg, type PlegChange } from './pleg.js';
 import type { ProbeVerdicts } from './pod-actions.js';
 import { generatePodStatus, type WaitingReason } from './pod-status.js';
+import { type ProbeHandler, ProberManager } from './prober/index.js';
 import { type PodSyncer, PodWorkers, type SyncOutcome } from './pod-workers.js';
 import { emptyRuntimePodStatus } from './runtime-pod.js';
 import { StatusManager } from './status-manager.js';
@@ -43,6 +45,8 @@ export interface KubeletOptions {
   memoryCapacityBytes?: number;
   /** Extra sources (tests, embedders). */
   sources?: PodSource[];
+  /** Join a cluster: register the node, run its API pods, report status (`--kubeconfig`). */
+  apiServer?: ApiServerOptions;
 }
 
 export interface KubeletDeps {
@@ -51,7 +55,10 @@ export interface KubeletDeps {
   bus: EventBus;
   clock: Clock;
   logger: Logger;
+  /** Overrides the prober manager's verdicts in syncPod (tests). */
   probes?: ProbeVerdicts;
+  /** Probe handlers besides the built-in ones (the `probe.handler` capability's providers). */
+  probeHandlers?: ProbeHandler[];
 }
 
 export class Kubelet implements PodSyncer {
@@ -60,7 +67,12 @@ export class Kubelet implements PodSyncer {
   readonly pleg: GenericPleg;
   readonly statusManager: StatusManager;
   readonly kubeRuntime: KubeRuntime;
+  readonly prober: ProberManager;
   readonly startedAt: number;
+  /** The API server connection, when the kubelet joined a cluster. */
+  readonly nodeAgent?: NodeAgent;
+  /** API pods done with for good (rejected by admission, or deleted and terminated): never run again. */
+  private readonly finished = new Set<string>();
   /** Desired pods by UID (upstream pod manager). */
   private readonly desired = new Map<string, Pod>();
   /** Pods being terminated: still reported until they are gone. */
@@ -78,7 +90,10 @@ export class Kubelet implements PodSyncer {
     readonly options: KubeletOptions,
   ) {
     const { clock, bus } = deps;
-    this.logger = deps.logger;
+    // With an API server, image pulls the puller logs also become Pulling events.
+    this.logger = options.apiServer
+      ? tapLogger(deps.logger, (m, f) => this.nodeAgent?.podEvents.onLog(m, f))
+      : deps.logger;
     this.startedAt = clock.now();
     const puller = new ImagePuller(deps.images, clock, this.logger.child('images'));
     this.kubeRuntime = new KubeRuntime(deps.runtime, puller, new VolumeManager(options.rootDir), {
@@ -91,6 +106,14 @@ export class Kubelet implements PodSyncer {
     this.statusManager = new StatusManager(bus);
     this.workers = new PodWorkers(this, clock, this.logger.child('pod-workers'), {
       resyncIntervalMs: options.syncFrequencyMs ?? 60_000,
+    });
+    this.prober = new ProberManager({
+      runtime: deps.runtime,
+      bus,
+      clock,
+      logger: this.logger.child('prober'),
+      handlers: deps.probeHandlers,
+      onResultChanged: (uid) => this.workers.requestSync(uid),
     });
     this.pleg = new GenericPleg(
       deps.runtime,
@@ -129,6 +152,26 @@ export class Kubelet implements PodSyncer {
       );
     }
     this.sources.push(...(options.sources ?? []));
+    if (options.apiServer) {
+      this.nodeAgent = new NodeAgent(
+        {
+          ...options,
+          runtime: deps.runtime,
+          bus,
+          clock,
+          logger: this.logger.child('node-agent'),
+          podConfig: this.podConfig,
+          healthz: () => this.healthz(),
+          isActive: (uid) => this.workers.isKnown(uid),
+          activePods: () =>
+            [...this.desired.values()].filter((p) => {
+              const phase = this.statusManager.get(p.metadata!.uid!)?.phase;
+              return phase !== 'Succeeded' && phase !== 'Failed';
+            }),
+        },
+        options.apiServer,
+      );
+    }
   }
 
   async start(): Promise<void> {
@@ -137,6 +180,7 @@ export class Kubelet implements PodSyncer {
       bus.subscribe(['[Source] Pod Added', '[Source] Pod Updated'], (e) => this.handlePodUpsert(e.pod)),
       bus.subscribe('[Source] Pod Removed', (e) => this.handlePodRemoved(e.pod)),
     );
+    this.nodeAgent?.start();
     for (const source of this.sources) this.podConfig.attach(source);
     this.pleg.start();
     this.scheduleHousekeeping();
@@ -147,11 +191,13 @@ export class Kubelet implements PodSyncer {
   }
 
   async stop(): Promise<void> {
+    await this.nodeAgent?.stop();
     for (const s of this.subscriptions) s.unsubscribe();
     this.subscriptions.length = 0;
     this.podConfig.stop();
     this.pleg.stop();
     this.cancelHousekeeping?.();
+    this.prober.stop();
     this.workers.stop();
     await this.workers.whenIdle();
   }
@@ -171,6 +217,14 @@ export class Kubelet implements PodSyncer {
     );
   }
 
+  /** The pod's last events (probe failures and the kills they caused) as a v1 EventList. */
+  podEvents(namespace: string, name: string): object | undefined {
+    const pod = [...this.desired.values(), ...this.terminating.values()].find(
+      (p) => p.metadata?.name === name && (p.metadata?.namespace ?? 'default') === namespace,
+    );
+    return pod && this.prober.eventList(pod, this.options.nodeName);
+  }
+
   healthz(): { healthy: boolean; message: string } {
     return this.pleg.healthy();
   }
@@ -179,7 +233,23 @@ export class Kubelet implements PodSyncer {
 
   private handlePodUpsert(pod: Pod): void {
     const uid = pod.metadata!.uid!;
+    if (this.finished.has(uid)) return;
+    if (this.nodeAgent && !this.desired.has(uid) && !this.workers.isKnown(uid)) {
+      const verdict = this.nodeAgent.admit(pod);
+      if (!verdict.admit) {
+        this.finished.add(uid);
+        this.statusManager.set(pod, NodeAgent.rejectedStatus(verdict, pod.status));
+        return;
+      }
+    }
     this.desired.set(uid, pod);
+    // Deleted in the API server: terminate with the grace period the deletion asked for.
+    if (pod.metadata?.deletionTimestamp) {
+      if (!this.workers.isKnown(uid)) this.workers.updatePod(pod); // adopted (a restart): its containers too
+      this.prober.stopLivenessAndStartup(uid);
+      this.workers.killPod(uid, pod.metadata.deletionGracePeriodSeconds ?? undefined);
+      return;
+    }
     this.workers.updatePod(pod);
   }
 
@@ -187,7 +257,12 @@ export class Kubelet implements PodSyncer {
     const uid = pod.metadata!.uid!;
     const known = this.desired.get(uid) ?? pod;
     this.desired.delete(uid);
+    if (this.finished.delete(uid) && !this.workers.isKnown(uid)) {
+      this.statusManager.delete(uid);
+      return;
+    }
     this.terminating.set(uid, known);
+    this.prober.stopLivenessAndStartup(uid);
     this.workers.killPod(uid);
   }
 
@@ -214,9 +289,10 @@ export class Kubelet implements PodSyncer {
       pod,
       before,
       this.options.hostIP,
-      this.deps.probes,
+      this.deps.probes ?? this.prober,
       this.waiting.get(uid),
     );
+    this.prober.recordKills(pod, result.actions.containersToKill);
     // Only pods with a waiting reason keep a map: an empty one per running pod cost ~0.3 KiB of heap.
     if (result.waiting.size > 0) this.waiting.set(uid, result.waiting);
     else this.waiting.delete(uid);
@@ -250,7 +326,13 @@ export class Kubelet implements PodSyncer {
 
   podTerminated(pod: Pod): void {
     const uid = pod.metadata!.uid!;
+    // A pod deleted in the API stays there until the kubelet's final delete: it must not start again.
+    if (this.desired.get(uid)?.metadata?.deletionTimestamp) {
+      this.desired.delete(uid);
+      this.finished.add(uid);
+    }
     this.lastSeen.delete(uid);
+    this.prober.removePod(uid);
     this.terminating.delete(uid);
     this.waiting.delete(uid);
     this.statusManager.delete(uid);
@@ -264,12 +346,13 @@ export class Kubelet implements PodSyncer {
 
   private updateStatus(pod: Pod, runtime: ReturnType<typeof emptyRuntimePodStatus>, terminal = false): void {
     const uid = pod.metadata!.uid!;
+    this.prober.updatePod(pod, runtime, this.options.hostIP);
     const status = generatePodStatus({
       pod,
       runtime,
       waiting: this.waiting.get(uid) ?? new Map(),
-      ready: () => true,
-      started: () => true,
+      ready: (id, container) => this.prober.ready(id, container),
+      started: (id, container) => this.prober.started(id, container),
       hostIP: this.options.hostIP,
       now: this.deps.clock.now(),
       previous: this.statusManager.get(uid),

@@ -18,7 +18,12 @@ import { Backoff, type Clock, errorMessage, type Logger } from '@nodelet/kernel'
 import { hashContainer } from './container-hash.js';
 import { containerEnv, EnvError, expandCommand } from './env.js';
 import { ImagePullError, type ImagePuller, podRef } from './image-puller.js';
-import { computePodActions, type PodActions, type ProbeVerdicts } from './pod-actions.js';
+import {
+  computePodActions,
+  type ContainerToKill,
+  type PodActions,
+  type ProbeVerdicts,
+} from './pod-actions.js';
 import type { WaitingReason } from './pod-status.js';
 import { containerResources } from './resources.js';
 import {
@@ -151,7 +156,7 @@ export class KubeRuntime {
         container: kill.container.name,
         reason: kill.message,
       });
-      await this.killContainer(pod, kill.container, undefined);
+      await this.killContainer(pod, kill.container, undefined, kill.reason);
       result.changed = true;
     }
 
@@ -275,12 +280,29 @@ export class KubeRuntime {
     this.crashLoopBackoff.gc();
   }
 
+  /**
+   * Stops a container with the grace period upstream's setTerminationGracePeriod picks: the pod's
+   * deletion grace period, else — for a kill a failed liveness or startup probe caused — that probe's
+   * `terminationGracePeriodSeconds` when set, else the pod's; at least the minimum; an override wins.
+   */
   async killContainer(
     pod: Pod,
     container: RuntimeContainer,
     gracePeriodOverride: number | undefined,
+    reason?: ContainerToKill['reason'],
   ): Promise<void> {
     let grace = pod.metadata?.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
+    if (pod.metadata?.deletionGracePeriodSeconds == null) {
+      const spec = pod.spec?.containers.find((c) => c.name === container.name);
+      const probe =
+        reason === 'LivenessProbe'
+          ? spec?.livenessProbe
+          : reason === 'StartupProbe'
+            ? spec?.startupProbe
+            : undefined;
+      if (typeof probe?.terminationGracePeriodSeconds === 'number')
+        grace = probe.terminationGracePeriodSeconds;
+    }
     if (grace < this.minGrace) grace = this.minGrace;
     if (gracePeriodOverride !== undefined) grace = gracePeriodOverride;
     await this.runtime.stopContainer({ containerId: container.id, timeout: BigInt(grace) });
@@ -414,7 +436,9 @@ export class KubeRuntime {
     const ports = pod.spec!.containers.flatMap((c) => c.ports ?? []).filter((p) => p.hostPort);
     return PodSandboxConfig.fromPartial({
       metadata: { name: meta.name!, namespace, uid: meta.uid!, attempt },
-      hostname: pod.spec?.hostname ?? meta.name!,
+      // A host-network pod has the node's hostname (upstream sets none; runc refuses one without a UTS
+      // namespace of the pod's own).
+      hostname: pod.spec?.hostNetwork ? '' : (pod.spec?.hostname ?? meta.name!),
       logDirectory: podLogsDirectory(this.options.podLogsDir, namespace, meta.name!, meta.uid!),
       portMappings: ports.map((p) => ({
         protocol: p.protocol === 'UDP' ? Protocol.UDP : p.protocol === 'SCTP' ? Protocol.SCTP : Protocol.TCP,

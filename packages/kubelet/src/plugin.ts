@@ -1,6 +1,7 @@
 import { CriImage, CriRuntime } from '@nodelet/cri';
 import { defineCapability, definePlugin } from '@nodelet/kernel';
 import { Kubelet, type KubeletOptions } from './kubelet.js';
+import { ProbeHandlerCapability } from './prober/index.js';
 import { ReadOnlyServer } from './server.js';
 
 /** The running kubelet, for the host program (CLI, tests, embedders). */
@@ -24,6 +25,8 @@ export const kubeletPlugin = definePlugin<KubeletPluginConfig>({
     description: 'runs the pods of this node through the CRI runtime',
     provides: [KubeletCapability],
     requires: [CriRuntime, CriImage],
+    // Probe handlers of plugins (a new kind of probe, or a replacement of a built-in one).
+    optional: [ProbeHandlerCapability],
   },
   register(ctx) {
     const kubelet = new Kubelet(
@@ -33,6 +36,7 @@ export const kubeletPlugin = definePlugin<KubeletPluginConfig>({
         bus: ctx.bus,
         clock: ctx.clock,
         logger: ctx.logger,
+        probeHandlers: ctx.getAll(ProbeHandlerCapability),
       },
       ctx.config,
     );

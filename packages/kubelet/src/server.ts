@@ -5,7 +5,10 @@ import type { Kubelet } from './kubelet.js';
 
 /**
  * The kubelet's read-only HTTP endpoint (upstream `readOnlyPort`, 10255): `/healthz` and `/pods` (a
- * PodList with every pod's current status). `nodelet get pods` reads it.
+ * PodList with every pod's current status). `nodelet get pods` reads it. A nodelet addition,
+ * `/pods/<namespace>/<name>/events`, serves the pod's last events (probe failures and the kills they
+ * caused) as a v1 EventList — without an API server there is nowhere else to read them; `nodelet
+ * describe pod` prints them.
  */
 export class ReadOnlyServer {
   private server?: Server;
@@ -27,6 +30,15 @@ export class ReadOnlyServer {
         res
           .writeHead(healthy ? 200 : 500, { 'content-type': 'text/plain' })
           .end(healthy ? 'ok' : `${message}\n`);
+      } else if (path?.startsWith('/pods/') && path.endsWith('/events')) {
+        // /pods/<namespace>/<name>/events: the pod's last events (probe failures, the kills they caused).
+        const parts = path.split('/');
+        const events =
+          parts.length === 5
+            ? this.kubelet.podEvents(decodeURIComponent(parts[2]!), decodeURIComponent(parts[3]!))
+            : undefined;
+        if (events) res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(events));
+        else res.writeHead(404, { 'content-type': 'text/plain' }).end('404 page not found\n');
       } else if (path === '/pods' || path === '/pods/') {
         res
           .writeHead(200, { 'content-type': 'application/json' })

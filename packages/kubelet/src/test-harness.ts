@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kubelet } from './kubelet.js';
 import type { PodSource } from './config/index.js';
+import type { ProbeHandler } from './prober/index.js';
 
 export class TestSource implements PodSource {
   readonly name = 'api' as const;
@@ -34,7 +35,9 @@ export interface Harness {
   status(uid: string): NonNullable<Pod['status']>;
 }
 
-export async function startHarness(): Promise<Harness> {
+export async function startHarness(
+  options: { hostIP?: string; probeHandlers?: ProbeHandler[] } = {},
+): Promise<Harness> {
   const clock = new VirtualClock();
   const logs = new MemorySink();
   const logger = createLogger({ sink: logs.sink, level: 'debug', now: () => clock.now() });
@@ -43,10 +46,10 @@ export async function startHarness(): Promise<Harness> {
   const source = new TestSource();
   const dir = mkdtempSync(join(tmpdir(), 'nodelet-kubelet-'));
   const kubelet = new Kubelet(
-    { runtime, images: runtime, bus, clock, logger },
+    { runtime, images: runtime, bus, clock, logger, probeHandlers: options.probeHandlers },
     {
       nodeName: 'node1',
-      hostIP: '192.0.2.10',
+      hostIP: options.hostIP ?? '192.0.2.10',
       rootDir: join(dir, 'root'),
       podLogsDir: join(dir, 'logs'),
       sources: [source],

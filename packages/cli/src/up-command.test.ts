@@ -1,0 +1,90 @@
+import test from 'ava';
+import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { MAIN, nodelet, pollUntil } from './test-helpers.js';
+import { parseUpArgs } from './up-command.js';
+
+// `nodelet up` as a user runs it: the real command in a child process, the real kubectl against it.
+
+const kubectlPath = process.env.KUBECTL ?? '/usr/bin/kubectl';
+
+function kubectl(kubeconfig: string, args: string[], input?: string): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = execFile(
+      kubectlPath,
+      ['--kubeconfig', kubeconfig, '--cache-dir', join(kubeconfig, '..', 'kubectl-cache'), ...args],
+      { timeout: 30_000, env: { ...process.env, KUBECONFIG: '' } },
+      (err, stdout, stderr) => resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    );
+    if (input !== undefined) child.stdin?.end(input);
+  });
+}
+
+interface Up {
+  child: ChildProcess;
+  stdout: () => string;
+  stderr: () => string;
+  exited: Promise<number | null>;
+}
+
+async function up(dataDir: string): Promise<Up> {
+  const child = spawn(process.execPath, [MAIN, 'up', '--data-dir', dataDir, '--port', '0']);
+  let out = '';
+  let err = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  await pollUntil('nodelet up to print its kubectl line', async () => (/^try: /m.test(out) ? true : undefined), {
+    timeoutMs: 20_000,
+    describe: () => `stdout: ${out}\nstderr: ${err}`,
+  });
+  return { child, stdout: () => out, stderr: () => err, exited };
+}
+
+test('nodelet up serves kubectl, prints the kubeconfig, stops on SIGTERM and keeps its state', async (t) => {
+  t.timeout(90_000);
+  const dataDir = mkdtempSync(join(tmpdir(), 'nodelet-up-'));
+  const kubeconfig = join(dataDir, 'kubeconfig');
+  try {
+    const first = await up(dataDir);
+    t.regex(first.stdout(), /^nodelet control plane is serving at https:\/\/127\.0\.0\.1:\d+$/m);
+    t.true(first.stdout().includes(`kubeconfig: ${kubeconfig}\n`));
+    t.true(first.stdout().includes(`try: kubectl --kubeconfig ${kubeconfig} get nodes\n`));
+    const ns = await kubectl(kubeconfig, ['get', 'namespaces', '--no-headers']);
+    t.is(ns.code, 0, ns.stderr);
+    t.deepEqual(
+      ns.stdout.trim().split('\n').map((l) => l.split(/\s+/)[0]),
+      ['default', 'kube-node-lease', 'kube-public', 'kube-system'],
+    );
+    const applied = await kubectl(kubeconfig, ['apply', '-f', '-'], 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kept\ndata:\n  a: "1"\n');
+    t.is(applied.code, 0, applied.stderr);
+    const rv = (await kubectl(kubeconfig, ['get', 'configmap', 'kept', '-o', 'jsonpath={.metadata.resourceVersion}'])).stdout;
+    first.child.kill('SIGTERM');
+    t.is(await first.exited, 0);
+
+    const second = await up(dataDir);
+    try {
+      const again = await kubectl(kubeconfig, ['get', 'configmap', 'kept', '-o', 'jsonpath={.metadata.resourceVersion}']);
+      t.is(again.stdout, rv);
+      const unchanged = await kubectl(kubeconfig, ['apply', '-f', '-'], 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kept\ndata:\n  a: "1"\n');
+      t.is(unchanged.stdout.trim(), 'configmap/kept unchanged');
+    } finally {
+      second.child.kill('SIGTERM');
+      t.is(await second.exited, 0);
+    }
+  } finally {
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
+
+test('nodelet up refuses bad flags with one line that names the flag', async (t) => {
+  t.throws(() => parseUpArgs(['--runtime', 'docker']), { message: 'flag --runtime must be fake or containerd, got "docker"' });
+  t.throws(() => parseUpArgs(['--nodes', '0']), { message: /flag --nodes must be an integer from 1 to 1000/ });
+  t.throws(() => parseUpArgs(['--port', 'x']), { message: /flag --port must be an integer/ });
+  t.is(parseUpArgs([]).flags.port, 6443);
+  const help = await nodelet(['up', '--help']);
+  t.is(help.code, 0);
+  t.regex(help.stdout, /^Usage:\n {2}nodelet up \[flags\]$/m);
+});

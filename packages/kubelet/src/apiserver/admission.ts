@@ -1,0 +1,89 @@
+import { milliCpu, type Pod, quantityValue } from '@nodelet/api';
+
+/**
+ * Pod admission (upstream lifecycle predicate admit handler, its GeneralPredicates): before the kubelet
+ * runs a pod the API server bound to it, the pod must fit the node — its requests within what the
+ * active pods leave of the node's allocatable, the pod count within `pods`, its `nodeSelector` matching
+ * the node's labels, its `nodeName` this node. A pod that does not is not run; it is marked Failed with
+ * upstream's reason (`OutOfcpu`, `OutOfmemory`, `OutOfpods`, `NodeAffinity`, …) and message.
+ */
+export interface AdmitResult {
+  admit: boolean;
+  reason?: string;
+  message?: string;
+}
+
+export interface AdmissionNode {
+  name: string;
+  labels: Record<string, string>;
+  allocatable: Record<string, string>;
+}
+
+/** Effective requests of a pod: the max of the largest init container's and the sum of the app containers'. */
+export function podRequests(pod: Pod): Map<string, number> {
+  const sum = new Map<string, number>();
+  const add = (into: Map<string, number>, requests: Record<string, unknown> | undefined) => {
+    for (const [name, q] of Object.entries(requests ?? {})) {
+      into.set(name, (into.get(name) ?? 0) + amount(name, q as string));
+    }
+  };
+  for (const c of pod.spec?.containers ?? []) add(sum, c.resources?.requests);
+  for (const c of pod.spec?.initContainers ?? []) {
+    const one = new Map<string, number>();
+    add(one, c.resources?.requests);
+    for (const [name, v] of one) if (v > (sum.get(name) ?? 0)) sum.set(name, v);
+  }
+  for (const [name, q] of Object.entries(pod.spec?.overhead ?? {})) {
+    sum.set(name, (sum.get(name) ?? 0) + amount(name, q as string));
+  }
+  return sum;
+}
+
+/** cpu in millicores, everything else in base units (bytes for memory). */
+function amount(name: string, q: string | number): number {
+  try {
+    return name === 'cpu' ? milliCpu(q) : quantityValue(q);
+  } catch {
+    return 0;
+  }
+}
+
+/** Whether `pod` may run on `node` next to `active` (the pods admitted and not terminal). */
+export function admitPod(pod: Pod, active: readonly Pod[], node: AdmissionNode): AdmitResult {
+  if (pod.spec?.nodeName && pod.spec.nodeName !== node.name) {
+    return { admit: false, reason: 'NodeName', message: 'Predicate NodeName failed' };
+  }
+  for (const [key, value] of Object.entries(pod.spec?.nodeSelector ?? {})) {
+    if (node.labels[key] !== value) {
+      return {
+        admit: false,
+        reason: 'NodeAffinity',
+        message: "Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector",
+      };
+    }
+  }
+  const maxPods = Number(node.allocatable.pods ?? Infinity);
+  if (active.length + 1 > maxPods) {
+    return insufficient('pods', 1, active.length, maxPods);
+  }
+  const wanted = podRequests(pod);
+  const used = new Map<string, number>();
+  for (const p of active) for (const [name, v] of podRequests(p)) used.set(name, (used.get(name) ?? 0) + v);
+  for (const [name, requested] of wanted) {
+    if (requested <= 0) continue;
+    const capacity = node.allocatable[name] !== undefined ? amount(name, node.allocatable[name]!) : undefined;
+    // Extended resources the node does not have: upstream filters them out unless the node lists them.
+    if (capacity === undefined) continue;
+    const inUse = used.get(name) ?? 0;
+    if (inUse + requested > capacity) return insufficient(name, requested, inUse, capacity);
+  }
+  return { admit: true };
+}
+
+function insufficient(name: string, requested: number, used: number, capacity: number): AdmitResult {
+  return {
+    admit: false,
+    reason: `OutOf${name}`,
+    message: `Node didn't have enough resource: ${name}, requested: ${Math.round(requested)}, used: ${Math.round(used)}, capacity: ${Math.round(capacity)}`,
+  };
+}

@@ -1,0 +1,329 @@
+import { existsSync } from 'node:fs';
+import * as k8s from '@kubernetes/client-node';
+import type { Pod } from '@nodelet/api';
+import { type Clock, errorMessage } from '@nodelet/kernel';
+import {
+  ApiError,
+  type CertificateSigningRequest,
+  type CoreEvent,
+  type KubeApi,
+  type Lease,
+  type Node,
+  type PodListResult,
+  type WatchEvent,
+  type WatchHandle,
+} from './kube-api.js';
+import { TokenBucket } from './rate-limiter.js';
+
+export interface ClientNodeApiOptions {
+  clock: Clock;
+  /** Client-side rate limit (upstream kubeAPIQPS / kubeAPIBurst: 50 / 100). */
+  qps?: number;
+  burst?: number;
+  /** Per-request timeout (not watches); an API server that does not answer in time is `code 0`. */
+  requestTimeoutMs?: number;
+  /** Server-side watch timeout; the watch is then re-established from the last resource version. */
+  watchTimeoutSeconds?: number;
+}
+
+/**
+ * Loads a kubeconfig file, with a message that names the file and what is wrong with it: missing, not
+ * YAML, no current context, no cluster server.
+ */
+export function loadKubeConfig(path: string): k8s.KubeConfig {
+  if (!existsSync(path)) throw new Error(`kubeconfig ${path}: no such file`);
+  const kc = new k8s.KubeConfig();
+  try {
+    kc.loadFromFile(path);
+  } catch (err) {
+    throw new Error(`kubeconfig ${path} could not be loaded: ${errorMessage(err).split('\n')[0]}`);
+  }
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) {
+    throw new Error(
+      `kubeconfig ${path} has no current cluster: set current-context to a context whose cluster exists`,
+    );
+  }
+  if (!cluster.server) throw new Error(`kubeconfig ${path}: cluster ${JSON.stringify(cluster.name)} has no server`);
+  try {
+    new URL(cluster.server);
+  } catch {
+    throw new Error(`kubeconfig ${path}: cluster server ${JSON.stringify(cluster.server)} is not a URL`);
+  }
+  return kc;
+}
+
+/**
+ * `KubeApi` over @kubernetes/client-node: CoreV1Api, CoordinationV1Api, CertificatesV1Api and its
+ * Watch, so the kubelet speaks to any API server the kubeconfig points at (client certificates, bearer
+ * tokens, exec credential plugins — whatever client-node supports). Every request takes a token of the
+ * client's rate limiter (50 QPS, burst 100) first, and has a timeout.
+ *
+ * client-node hands back model classes (timestamps as `Date`); they are turned back into plain JSON
+ * here, as the rest of the kubelet reads API objects.
+ */
+export class ClientNodeApi implements KubeApi {
+  readonly server: string;
+  private readonly core: k8s.CoreV1Api;
+  private readonly coordination: k8s.CoordinationV1Api;
+  private readonly certificates: k8s.CertificatesV1Api;
+  private readonly watcher: k8s.Watch;
+  private readonly limiter: TokenBucket;
+  private readonly timeoutMs: number;
+  private readonly clock: Clock;
+
+  constructor(
+    readonly kubeConfig: k8s.KubeConfig,
+    private readonly options: ClientNodeApiOptions,
+  ) {
+    this.server = kubeConfig.getCurrentCluster()?.server ?? '';
+    this.core = kubeConfig.makeApiClient(k8s.CoreV1Api);
+    this.coordination = kubeConfig.makeApiClient(k8s.CoordinationV1Api);
+    this.certificates = kubeConfig.makeApiClient(k8s.CertificatesV1Api);
+    this.watcher = new k8s.Watch(kubeConfig);
+    this.clock = options.clock;
+    this.limiter = new TokenBucket(options.clock, options.qps ?? 50, options.burst ?? 100);
+    this.timeoutMs = options.requestTimeoutMs ?? 10_000;
+  }
+
+  /** Releases requests waiting for the rate limiter (shutdown). */
+  close(): void {
+    this.limiter.close();
+  }
+
+  getNode(name: string): Promise<Node> {
+    return this.call(`get node ${name}`, (o) => this.core.readNode({ name }, o));
+  }
+
+  createNode(node: Node): Promise<Node> {
+    return this.call(`create node ${node.metadata?.name}`, (o) => this.core.createNode({ body: node as any }, o));
+  }
+
+  patchNode(name: string, patch: object): Promise<Node> {
+    return this.call(`patch node ${name}`, (o) => this.core.patchNode({ name, body: patch }, o), merge);
+  }
+
+  patchNodeStatus(name: string, patch: object): Promise<Node> {
+    return this.call(`patch node ${name} status`, (o) => this.core.patchNodeStatus({ name, body: patch }, o), merge);
+  }
+
+  getLease(namespace: string, name: string): Promise<Lease> {
+    return this.call(`get lease ${namespace}/${name}`, (o) =>
+      this.coordination.readNamespacedLease({ namespace, name }, o),
+    );
+  }
+
+  createLease(lease: Lease): Promise<Lease> {
+    const namespace = lease.metadata!.namespace!;
+    return this.call(`create lease ${namespace}/${lease.metadata?.name}`, (o) =>
+      this.coordination.createNamespacedLease({ namespace, body: lease as any }, o),
+    );
+  }
+
+  updateLease(lease: Lease): Promise<Lease> {
+    const { namespace, name } = lease.metadata as { namespace: string; name: string };
+    return this.call(`update lease ${namespace}/${name}`, (o) =>
+      this.coordination.replaceNamespacedLease({ namespace, name, body: lease as any }, o),
+    );
+  }
+
+  async listPods(fieldSelector: string): Promise<PodListResult> {
+    const list = await this.call<{ items?: Pod[]; metadata?: { resourceVersion?: string } }>('list pods', (o) => this.core.listPodForAllNamespaces({ fieldSelector }, o));
+    return { items: (list.items ?? []) as Pod[], resourceVersion: list.metadata?.resourceVersion ?? '' };
+  }
+
+  watchPods(fieldSelector: string, resourceVersion: string, onEvent: (e: WatchEvent) => void): WatchHandle {
+    let controller: AbortController | undefined;
+    let stopped = false;
+    let finish!: (err: unknown) => void;
+    const done = new Promise<unknown>((resolve) => (finish = resolve));
+    const params = {
+      fieldSelector,
+      resourceVersion,
+      allowWatchBookmarks: true,
+      timeoutSeconds: this.options.watchTimeoutSeconds ?? 300,
+    };
+    void this.limiter.take().then(async () => {
+      if (stopped) return finish(undefined);
+      try {
+        controller = await this.watcher.watch(
+          '/api/v1/pods',
+          params,
+          (type, object) => {
+            if (!stopped) onEvent({ type: type as WatchEvent['type'], object });
+          },
+          (err) => finish(stopped || !err ? undefined : toApiError(err, this.server, 'watch pods')),
+        );
+        if (stopped) controller.abort();
+      } catch (err) {
+        finish(toApiError(err, this.server, 'watch pods'));
+      }
+    });
+    return {
+      stop: () => {
+        stopped = true;
+        controller?.abort();
+        finish(undefined);
+      },
+      done,
+    };
+  }
+
+  getPod(namespace: string, name: string): Promise<Pod> {
+    return this.call(`get pod ${namespace}/${name}`, (o) => this.core.readNamespacedPod({ namespace, name }, o));
+  }
+
+  createPod(pod: Pod): Promise<Pod> {
+    const namespace = pod.metadata?.namespace ?? 'default';
+    return this.call(`create pod ${namespace}/${pod.metadata?.name}`, (o) =>
+      this.core.createNamespacedPod({ namespace, body: pod as any }, o),
+    );
+  }
+
+  patchPodStatus(namespace: string, name: string, patch: object): Promise<Pod> {
+    return this.call(
+      `patch pod ${namespace}/${name} status`,
+      (o) => this.core.patchNamespacedPodStatus({ namespace, name, body: patch }, o),
+      merge,
+    );
+  }
+
+  async deletePod(
+    namespace: string,
+    name: string,
+    options: { gracePeriodSeconds?: number; uid?: string },
+  ): Promise<void> {
+    const body: k8s.V1DeleteOptions = {};
+    if (options.gracePeriodSeconds !== undefined) body.gracePeriodSeconds = options.gracePeriodSeconds;
+    if (options.uid) body.preconditions = { uid: options.uid };
+    await this.call(`delete pod ${namespace}/${name}`, (o) =>
+      this.core.deleteNamespacedPod({ namespace, name, body, gracePeriodSeconds: options.gracePeriodSeconds }, o),
+    );
+  }
+
+  createEvent(event: CoreEvent): Promise<CoreEvent> {
+    const namespace = event.metadata?.namespace ?? 'default';
+    return this.call(`create event ${namespace}/${event.metadata?.name}`, (o) =>
+      this.core.createNamespacedEvent({ namespace, body: event as any }, o),
+    );
+  }
+
+  patchEvent(namespace: string, name: string, patch: object): Promise<CoreEvent> {
+    return this.call(
+      `patch event ${namespace}/${name}`,
+      (o) => this.core.patchNamespacedEvent({ namespace, name, body: patch }, o),
+      merge,
+    );
+  }
+
+  createCertificateSigningRequest(csr: CertificateSigningRequest): Promise<CertificateSigningRequest> {
+    return this.call(`create certificatesigningrequest ${csr.metadata?.name}`, (o) =>
+      this.certificates.createCertificateSigningRequest({ body: csr as any }, o),
+    );
+  }
+
+  getCertificateSigningRequest(name: string): Promise<CertificateSigningRequest> {
+    return this.call(`get certificatesigningrequest ${name}`, (o) =>
+      this.certificates.readCertificateSigningRequest({ name }, o),
+    );
+  }
+
+  /**
+   * One request: a rate-limiter token (clock time, untracked), then the request itself as tracked I/O,
+   * with a timeout; client-node's model objects come back as plain JSON, its errors as `ApiError`.
+   */
+  private async call<T>(
+    what: string,
+    request: (options: k8s.ConfigurationOptions) => Promise<unknown>,
+    contentType = json,
+  ): Promise<T> {
+    await this.limiter.take();
+    const options: k8s.ConfigurationOptions = {
+      middleware: [
+        {
+          // client-node's object API runs middleware as its own Observable stub.
+          pre: (ctx: k8s.RequestContext) => {
+            if (contentType !== json) ctx.setHeaderParam('Content-Type', contentType);
+            ctx.setSignal(AbortSignal.timeout(this.timeoutMs));
+            return new k8s.Observable(Promise.resolve(ctx));
+          },
+          post: (res: k8s.ResponseContext) => new k8s.Observable(Promise.resolve(res)),
+        } as k8s.ObservableMiddleware as any,
+      ],
+      middlewareMergeStrategy: 'append',
+    };
+    try {
+      return toWire(await this.clock.track(request(options))) as T;
+    } catch (err) {
+      throw toApiError(err, this.server, what);
+    }
+  }
+}
+
+const json = 'application/json';
+const merge = 'application/merge-patch+json';
+
+/** A client-node model (Dates, class instances) as plain JSON, the way the API server sent it. */
+export function toWire(value: unknown): unknown {
+  if (value instanceof Date) {
+    return Number.isNaN(value.getTime()) ? undefined : value.toISOString().replace('.000Z', 'Z');
+  }
+  if (Array.isArray(value)) return value.map(toWire);
+  if (value && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) {
+      if (v === undefined) continue;
+      out[k === '_continue' ? 'continue' : k] = toWire(v);
+    }
+    return out;
+  }
+  return value;
+}
+
+/** client-node's ApiException, a fetch failure or a timeout, as an ApiError naming the request. */
+export function toApiError(err: unknown, server: string, what: string): ApiError {
+  if (err instanceof ApiError) return err;
+  const e = err as { code?: unknown; statusCode?: unknown; body?: unknown; name?: string; type?: string };
+  const code = typeof e.code === 'number' ? e.code : typeof e.statusCode === 'number' ? e.statusCode : 0;
+  if (code > 0) {
+    let status: { reason?: string; message?: string } = {};
+    try {
+      status = typeof e.body === 'string' ? JSON.parse(e.body) : ((e.body as object) ?? {});
+    } catch {
+      status = { message: typeof e.body === 'string' ? e.body.slice(0, 200) : undefined };
+    }
+    const reason = status.reason ?? reasonForCode(code);
+    return new ApiError(code, reason, `${what}: ${status.message || reason} (HTTP ${code})`);
+  }
+  const timedOut = e.name === 'TimeoutError' || e.name === 'AbortError' || e.type === 'aborted';
+  return new ApiError(
+    0,
+    timedOut ? 'Timeout' : 'Unavailable',
+    timedOut
+      ? `${what}: the API server at ${server} did not answer in time`
+      : `${what}: the API server at ${server} is unreachable: ${errorMessage(err)}`,
+  );
+}
+
+function reasonForCode(code: number): string {
+  switch (code) {
+    case 400:
+      return 'BadRequest';
+    case 401:
+      return 'Unauthorized';
+    case 403:
+      return 'Forbidden';
+    case 404:
+      return 'NotFound';
+    case 409:
+      return 'Conflict';
+    case 410:
+      return 'Gone';
+    case 422:
+      return 'Invalid';
+    case 429:
+      return 'TooManyRequests';
+    default:
+      return code >= 500 ? 'InternalError' : 'Unknown';
+  }
+}

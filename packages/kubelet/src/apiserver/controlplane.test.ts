@@ -1,0 +1,335 @@
+// The kubelet against the embedded control plane (`@nodelet/controlplane`, issue 5) over HTTPS, through
+// @kubernetes/client-node, on the fake runtime and real time. The control plane is loaded at run time
+// (the kubelet does not depend on it); these tests are skipped when it is not built.
+import test from 'ava';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as k8s from '@kubernetes/client-node';
+import { type Clock, createLogger, EventBus, type Logger, MemorySink, RealClock } from '@nodelet/kernel';
+import { FakeRuntime } from '@nodelet/runtime-fake';
+import { applyStaticPodDefaults } from '../config/index.js';
+import { Kubelet } from '../kubelet.js';
+import { apiPod, StaticSource } from './test-harness.js';
+
+interface ControlPlaneLike {
+  url: string;
+  kubeconfigPath: string;
+  start(): Promise<void>;
+  stop(): Promise<void>;
+  nodeKubeconfig(node: string): Promise<string>;
+}
+
+const specifier = '@nodelet/controlplane';
+let ControlPlaneClass: (new (o: object) => ControlPlaneLike) | undefined;
+try {
+  ControlPlaneClass = ((await import(specifier)) as { ControlPlane?: new (o: object) => ControlPlaneLike }).ControlPlane;
+} catch {
+  ControlPlaneClass = undefined;
+}
+const cpTest = ControlPlaneClass ? test.serial : test.skip;
+
+interface Env {
+  cp: ControlPlaneLike;
+  dataDir: string;
+  clock: Clock;
+  logger: Logger;
+  logs: MemorySink;
+  core: k8s.CoreV1Api;
+  coordination: k8s.CoordinationV1Api;
+  kubectl(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }>;
+}
+
+async function startControlPlane(dataDir = mkdtempSync(join(tmpdir(), 'nodelet-cp-')), port = 0): Promise<Env> {
+  const clock = new RealClock();
+  const logs = new MemorySink();
+  const logger = createLogger({ sink: logs.sink, level: 'debug' });
+  const cp = new ControlPlaneClass!({ dataDir, clock, logger: logger.child('cp'), port });
+  await cp.start();
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(cp.kubeconfigPath);
+  return {
+    cp,
+    dataDir,
+    clock,
+    logger,
+    logs,
+    core: kc.makeApiClient(k8s.CoreV1Api),
+    coordination: kc.makeApiClient(k8s.CoordinationV1Api),
+    kubectl: (...args) =>
+      new Promise((resolve) => {
+        execFile(
+          process.env.KUBECTL ?? 'kubectl',
+          ['--kubeconfig', cp.kubeconfigPath, '--cache-dir', join(dataDir, 'kubectl-cache'), ...args],
+          { timeout: 30_000, env: { ...process.env, KUBECONFIG: '' } },
+          (err, stdout, stderr) =>
+            resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+        );
+      }),
+  };
+}
+
+interface Node {
+  kubelet: Kubelet;
+  runtime: FakeRuntime;
+  statics: StaticSource;
+  logs: MemorySink;
+  creates: () => number;
+}
+
+function makeKubelet(
+  env: Env,
+  kubeconfig: string,
+  options: { runtime?: FakeRuntime; rootDir?: string; name?: string } = {},
+): Node {
+  const logs = new MemorySink();
+  const logger = createLogger({ sink: logs.sink, level: 'debug' });
+  const bus = new EventBus(env.clock, logger);
+  const runtime = options.runtime ?? new FakeRuntime({ clock: env.clock, logger, config: {} as any });
+  let creates = 0;
+  const create = runtime.createContainer.bind(runtime);
+  runtime.createContainer = async (req) => {
+    creates++;
+    return create(req);
+  };
+  const statics = new StaticSource();
+  const dir = options.rootDir ?? mkdtempSync(join(tmpdir(), 'nodelet-kubelet-'));
+  const kubelet = new Kubelet(
+    { runtime, images: runtime, bus, clock: env.clock, logger },
+    {
+      nodeName: options.name ?? 'node1',
+      hostIP: '127.0.0.1',
+      rootDir: join(dir, 'root'),
+      podLogsDir: join(dir, 'logs'),
+      sources: [statics],
+      apiServer: { kubeconfig, capacity: { cpu: '8', memory: '16Gi', pods: '110' } },
+    },
+  );
+  return { kubelet, runtime, statics, logs, creates: () => creates };
+}
+
+/** Polls `fn` until it returns a truthy value (real time, bounded). */
+async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+const podBody = (name: string, extra: object = {}) => {
+  const pod = apiPod(name, extra);
+  delete (pod.spec as { nodeName?: string }).nodeName; // the scheduler binds it
+  return pod as k8s.V1Pod;
+};
+
+cpTest('joins nodelet up: node Ready, lease renewed, a pod runs with its IP, kubectl sees it', async (t) => {
+  const env = await startControlPlane();
+  const node = makeKubelet(env, await env.cp.nodeKubeconfig('node1'));
+  try {
+    await node.kubelet.start();
+    const ready = await until('node Ready', async () => {
+      const n = await env.core.readNode({ name: 'node1' });
+      return n.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' && n;
+    });
+    t.is(ready.metadata?.labels?.['kubernetes.io/hostname'], 'node1');
+    const lease = await until('lease', () =>
+      env.coordination.readNamespacedLease({ namespace: 'kube-node-lease', name: 'node1' }),
+    );
+    t.is(lease.spec?.leaseDurationSeconds, 40);
+
+    await env.core.createNamespacedPod({ namespace: 'default', body: podBody('web') });
+    const created = Date.now();
+    const running = await until('pod Running', async () => {
+      const p = await env.core.readNamespacedPod({ namespace: 'default', name: 'web' });
+      return p.status?.phase === 'Running' && p.status.podIP ? p : undefined;
+    });
+    t.log(`Running with IP ${running.status!.podIP} in the API ${Date.now() - created} ms after the create`);
+    t.is(running.spec?.nodeName, 'node1');
+    t.is(running.status?.hostIP, '127.0.0.1');
+
+    const get = await env.kubectl('get', 'pods', '-o', 'wide');
+    t.is(get.code, 0, get.stderr);
+    t.regex(get.stdout, /web\s+1\/1\s+Running\s+0\s+\S+\s+\d+\.\d+\.\d+\.\d+\s+node1/);
+    const nodes = await env.kubectl('get', 'nodes');
+    t.regex(nodes.stdout, /node1\s+Ready/);
+    const leases = await env.kubectl('get', 'lease', '-n', 'kube-node-lease');
+    t.regex(leases.stdout, /node1\s+node1/);
+  } finally {
+    await node.kubelet.stop();
+    await env.cp.stop();
+  }
+});
+
+cpTest('kubectl delete: the pod is terminated gracefully, then gone; a static pod shows as a mirror pod', async (t) => {
+  const env = await startControlPlane();
+  const node = makeKubelet(env, await env.cp.nodeKubeconfig('node1'));
+  try {
+    node.statics.set([staticPodFor('etcd', 'node1')]);
+    await node.kubelet.start();
+    await env.core.createNamespacedPod({
+      namespace: 'default',
+      body: podBody('slow', { terminationGracePeriodSeconds: 2 }) as k8s.V1Pod,
+    });
+    // The fake container ignores SIGTERM: it is killed when the grace period ends.
+    node.runtime.script((c) => c.podName === 'slow', { ignoreStop: true });
+    await until('slow Running', async () => {
+      const p = await env.core.readNamespacedPod({ namespace: 'default', name: 'slow' });
+      return p.status?.phase === 'Running';
+    });
+    const started = Date.now();
+    const del = await env.kubectl('delete', 'pod', 'slow', '--timeout=30s');
+    const took = Date.now() - started;
+    t.is(del.code, 0, del.stderr);
+    t.regex(del.stdout, /pod "slow" deleted/);
+    t.log(`kubectl delete returned after ${took} ms (grace 2 s)`);
+    t.true(took >= 1_800, 'waited for the grace period');
+    const gone = await env.kubectl('get', 'pod', 'slow');
+    t.regex(gone.stderr, /NotFound|not found/);
+    t.is(node.runtime.counts().containers, 1, 'only the static pod is left');
+
+    const mirror = await until('mirror pod', async () => {
+      const p = await env.core.readNamespacedPod({ namespace: 'kube-system', name: 'etcd-node1' });
+      return p.status?.phase === 'Running' ? p : undefined;
+    });
+    t.truthy(mirror.metadata?.annotations?.['kubernetes.io/config.mirror']);
+    t.is(mirror.metadata?.ownerReferences?.[0]?.kind, 'Node');
+    const list = await env.kubectl('get', 'pods', '-n', 'kube-system');
+    t.regex(list.stdout, /etcd-node1\s+1\/1\s+Running/);
+    // Deleting the mirror pod does not stop the static pod; the mirror comes back.
+    const creates = node.creates();
+    await env.kubectl('delete', 'pod', '-n', 'kube-system', 'etcd-node1', '--wait=false');
+    await until('mirror re-created', async () => {
+      const p = await env.core.readNamespacedPod({ namespace: 'kube-system', name: 'etcd-node1' });
+      return p.metadata?.uid !== mirror.metadata?.uid && !p.metadata?.deletionTimestamp;
+    });
+    t.is(node.creates(), creates, 'the static pod kept running');
+  } finally {
+    await node.kubelet.stop();
+    await env.cp.stop();
+  }
+});
+
+cpTest('a pod the node cannot admit is Failed with OutOfcpu; the kubelet keeps running the others', async (t) => {
+  const env = await startControlPlane();
+  const node = makeKubelet(env, await env.cp.nodeKubeconfig('node1'));
+  try {
+    await node.kubelet.start();
+    await until('node registered', () => env.core.readNode({ name: 'node1' }));
+    const big = apiPod('big', {
+      containers: [{ name: 'main', image: 'busybox:1.36', resources: { requests: { cpu: '100' } } }],
+    });
+    await env.core.createNamespacedPod({ namespace: 'default', body: big as k8s.V1Pod }); // bound: no scheduler
+    const failed = await until('big Failed', async () => {
+      const p = await env.core.readNamespacedPod({ namespace: 'default', name: 'big' });
+      return p.status?.phase === 'Failed' ? p : undefined;
+    });
+    t.is(failed.status?.reason, 'OutOfcpu');
+    t.is(failed.status?.message, "Pod was rejected: Node didn't have enough resource: cpu, requested: 100000, used: 0, capacity: 8000");
+    const get = await env.kubectl('get', 'pod', 'big');
+    t.regex(get.stdout, /big\s+0\/1\s+OutOfcpu/);
+    await env.core.createNamespacedPod({ namespace: 'default', body: podBody('small') });
+    await until('small Running', async () => {
+      const p = await env.core.readNamespacedPod({ namespace: 'default', name: 'small' });
+      return p.status?.phase === 'Running';
+    });
+    const events = await env.kubectl('get', 'events', '--field-selector', 'involvedObject.name=big');
+    t.regex(events.stdout, /Warning\s+OutOfcpu\s+pod\/big/);
+    t.is(node.runtime.counts().running, 1);
+  } finally {
+    await node.kubelet.stop();
+    await env.cp.stop();
+  }
+});
+
+cpTest('kill and restart the kubelet with 20 pods: 0 containers recreated, statuses correct within 5 s', async (t) => {
+  const env = await startControlPlane();
+  const kubeconfig = await env.cp.nodeKubeconfig('node1');
+  const first = makeKubelet(env, kubeconfig);
+  let second: Node | undefined;
+  try {
+    await first.kubelet.start();
+    for (let i = 0; i < 20; i++) await env.core.createNamespacedPod({ namespace: 'default', body: podBody(`p-${i}`) });
+    await until('20 Running', async () => {
+      const list = await env.core.listNamespacedPod({ namespace: 'default' });
+      return list.items.filter((p) => p.status?.phase === 'Running').length === 20;
+    }, 30_000);
+    await first.kubelet.stop(); // "kill": the pods stay in the runtime
+    // A container dies while no kubelet runs: the new kubelet must report it (and restart it, as any
+    // kubelet would for restartPolicy Always) — nothing else is recreated.
+    second = makeKubelet(env, kubeconfig, { runtime: first.runtime });
+    const restarted = Date.now();
+    await second.kubelet.start();
+    await until('statuses current', async () => {
+      const list = await env.core.listNamespacedPod({ namespace: 'default' });
+      return list.items.every((p) => p.status?.phase === 'Running' && p.status.containerStatuses?.[0]?.ready);
+    }, 5_000);
+    t.log(`statuses current ${Date.now() - restarted} ms after the restart`);
+    await new Promise((r) => setTimeout(r, 3_000)); // a few PLEG relists and syncs
+    t.is(second.creates(), 0, 'no container recreated');
+    t.is(second.runtime.counts().running, 20);
+  } finally {
+    await second?.kubelet.stop();
+    await env.cp.stop();
+  }
+});
+
+cpTest('bad input: an unreachable server, a kubeconfig that does not parse — clear messages, static pods keep running', async (t) => {
+  const env = await startControlPlane();
+  try {
+    const dir = mkdtempSync(join(tmpdir(), 'nodelet-badkc-'));
+    const unreachable = join(dir, 'unreachable');
+    writeFileSync(
+      unreachable,
+      [
+        'apiVersion: v1',
+        'kind: Config',
+        'clusters: [{name: c, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]',
+        'users: [{name: u, user: {token: abc}}]',
+        'contexts: [{name: x, context: {cluster: c, user: u}}]',
+        'current-context: x',
+      ].join('\n'),
+    );
+    const a = makeKubelet(env, unreachable);
+    a.statics.set([staticPodFor('etcd', 'node1')]);
+    await a.kubelet.start();
+    await until('static pod running', async () => a.runtime.counts().running === 1);
+    await until('registration error logged', async () => a.logs.find('Unable to register node').length > 0);
+    const line = a.logs.lines().find((l) => l.includes('Unable to register node'))!;
+    t.regex(line, /the API server at https:\/\/127\.0\.0\.1:1 is unreachable: .*ECONNREFUSED/);
+    t.is(a.runtime.counts().running, 1);
+    await a.kubelet.stop();
+
+    const garbled = join(dir, 'garbled');
+    writeFileSync(garbled, 'clusters: [this is: not yaml\n');
+    const b = makeKubelet(env, garbled);
+    b.statics.set([staticPodFor('etcd', 'node1')]);
+    await b.kubelet.start();
+    await until('static pod running', async () => b.runtime.counts().running === 1);
+    await until('kubeconfig error logged', async () => b.logs.find('Cannot connect to the API server').length > 0);
+    t.regex(b.logs.lines('error').join('\n'), /kubeconfig .*garbled could not be loaded: /);
+    await b.kubelet.stop();
+  } finally {
+    await env.cp.stop();
+  }
+});
+
+function staticPodFor(name: string, nodeName: string) {
+  return applyStaticPodDefaults(
+    {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, namespace: 'kube-system' },
+      spec: { containers: [{ name: 'main', image: 'busybox:1.36', imagePullPolicy: 'IfNotPresent' }] },
+    },
+    { source: 'file', origin: `/manifests/${name}.yaml`, nodeName, now: Date.now() },
+  );
+}

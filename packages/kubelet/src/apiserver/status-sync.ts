@@ -1,0 +1,360 @@
+import { canonicalJson, ConfigSourceAnnotation, type Pod, type PodCondition, type PodStatus } from '@nodelet/api';
+import { type Clock, errorMessage, type EventBus, type Logger } from '@nodelet/kernel';
+import type { Subscription } from 'rxjs';
+import { mergePatch } from './merge-patch.js';
+import { isConflict, isNotFound, isTransient, type KubeApi } from './kube-api.js';
+
+/** The API pods the kubelet's pods report to: the pod itself, or a static pod's mirror pod. */
+export interface StatusTargets {
+  /** The API pod by `namespace/name`, as last seen (mirror pods included). */
+  apiPod(namespace: string, name: string): Pod | undefined;
+  /** Whether the kubelet still has a worker for this pod UID (running or terminating). */
+  isActive(uid: string): boolean;
+  /** The kubelet's pod by UID (desired or terminating), to tell static pods from API pods. */
+  kubeletPod(uid: string): Pod | undefined;
+}
+
+export interface StatusSyncOptions {
+  /** Parallel writes (each also takes a token of the client's rate limiter). */
+  concurrency?: number;
+  /** Backoff after failed writes: first wait, doubled up to the max (the API server is away). */
+  initialBackoffMs?: number;
+  maxBackoffMs?: number;
+  /** Periodic comparison of every status with the API's (upstream syncBatch, 10 s). */
+  reconcilePeriodMs?: number;
+}
+
+interface Desired {
+  namespace: string;
+  name: string;
+  status: PodStatus;
+  /** True for static pods: the status goes to the mirror pod. */
+  static: boolean;
+  terminated: boolean;
+}
+
+/** Conditions the kubelet owns; others in the API (the scheduler's, readiness gates) are kept. */
+const kubeletConditions = new Set(['PodReadyToStartContainers', 'Initialized', 'Ready', 'ContainersReady']);
+
+/**
+ * Syncs the status manager to the API server (upstream status manager's syncPod/syncBatch):
+ *
+ * - every `[Status] Pod Status Changed` marks the pod dirty; dirty pods are written at once (a JSON
+ *   merge patch of `pods/status` with the pod's UID, so a pod re-created under the same name is never
+ *   written by mistake) — only when the API's status differs from what the kubelet reports;
+ * - a static pod's status goes to its mirror pod;
+ * - 409 Conflict re-reads the pod and tries again; 404 drops it; an unreachable server backs off
+ *   (500 ms doubling to 5 s) and retries every dirty pod, so statuses catch up when it returns;
+ * - once a pod with `deletionTimestamp` is terminated, its final status is written and the pod deleted
+ *   (`gracePeriodSeconds: 0`, UID precondition) — the kubelet's confirmation that it is gone.
+ *
+ * Memory is bounded by the pods the kubelet runs: one desired status per pod, newest wins.
+ */
+export class PodStatusSyncer {
+  private readonly desired = new Map<string, Desired>();
+  private readonly dirty = new Set<string>();
+  /** API pod keys (`ns/name/uid`) awaiting the final delete. */
+  private readonly toDelete = new Map<string, { namespace: string; name: string; uid: string }>();
+  private readonly subscriptions: Subscription[] = [];
+  private inFlight = 0;
+  private flushQueued = false;
+  private backoffMs: number;
+  private cancelRetry?: () => void;
+  private cancelReconcile?: () => void;
+  private running = false;
+  private readonly idleWaiters: (() => void)[] = [];
+  /** What was last written per pod and what the server answered: a server that normalizes a status
+   * differently than we write it is not written again and again. */
+  private readonly written = new Map<string, { sent: string; got: string }>();
+  /** Writes done, for tests and benchmarks. */
+  patches = 0;
+  deletes = 0;
+
+  constructor(
+    private readonly api: KubeApi,
+    private readonly targets: StatusTargets,
+    private readonly bus: EventBus,
+    private readonly clock: Clock,
+    private readonly logger: Logger,
+    private readonly options: StatusSyncOptions = {},
+  ) {
+    this.backoffMs = options.initialBackoffMs ?? 500;
+  }
+
+  start(): void {
+    this.running = true;
+    this.subscriptions.push(
+      this.bus.subscribe('[Status] Pod Status Changed', (e) => this.set(e.podUid, e.namespace, e.podName, e.status)),
+      this.bus.subscribe('[PodWorker] Pod Terminated', (e) => this.terminated(e.podUid)),
+    );
+    this.scheduleReconcile();
+  }
+
+  stop(): void {
+    this.running = false;
+    for (const s of this.subscriptions.splice(0)) s.unsubscribe();
+    this.cancelRetry?.();
+    this.cancelRetry = undefined;
+    this.cancelReconcile?.();
+    this.cancelReconcile = undefined;
+  }
+
+  /** Statuses not yet written (for tests and the outage bound). */
+  get pending(): number {
+    return this.dirty.size + this.toDelete.size;
+  }
+
+  /** Resolves when nothing is being written and nothing is dirty (or the server is away). */
+  whenIdle(): Promise<void> {
+    if (this.inFlight === 0 && (this.pending === 0 || this.cancelRetry)) return Promise.resolve();
+    return new Promise((resolve) => this.idleWaiters.push(resolve));
+  }
+
+  /** A status the kubelet reports for one of its pods. */
+  set(uid: string, namespace: string, name: string, status: PodStatus): void {
+    const pod = this.targets.kubeletPod(uid);
+    const source = pod?.metadata?.annotations?.[ConfigSourceAnnotation];
+    const prev = this.desired.get(uid);
+    this.desired.set(uid, {
+      namespace,
+      name,
+      status,
+      static: source !== undefined ? source !== 'api' : (prev?.static ?? false),
+      terminated: false,
+    });
+    this.markDirty(uid);
+  }
+
+  /**
+   * The API's pods changed (watch events, a relist): statuses that differ from the kubelet's are written
+   * again, and deleted pods the kubelet is done with get their final delete.
+   */
+  apiChanged(pods: Iterable<Pod>): void {
+    for (const [uid, d] of this.desired) if (this.differs(uid, d)) this.markDirty(uid);
+    for (const pod of pods) {
+      const meta = pod.metadata ?? {};
+      if (!meta.deletionTimestamp || !meta.uid || isMirror(pod)) continue;
+      if (this.targets.isActive(meta.uid)) continue;
+      this.toDelete.set(meta.uid, { namespace: meta.namespace ?? 'default', name: meta.name!, uid: meta.uid });
+    }
+    this.flush();
+  }
+
+  private terminated(uid: string): void {
+    const d = this.desired.get(uid);
+    if (d) d.terminated = true;
+    const api = d && !d.static ? this.targets.apiPod(d.namespace, d.name) : undefined;
+    if (d && api?.metadata?.uid === uid && api.metadata.deletionTimestamp) {
+      this.toDelete.set(uid, { namespace: d.namespace, name: d.name, uid });
+    }
+    if (d && !this.dirty.has(uid)) this.forget(uid);
+    this.flush();
+  }
+
+  private markDirty(uid: string): void {
+    this.dirty.add(uid);
+    this.flush();
+  }
+
+  /** Starts writes for dirty pods (coalesced: one flush per burst of changes). */
+  private flush(): void {
+    if (!this.running || this.flushQueued || this.cancelRetry) return;
+    this.flushQueued = true;
+    queueMicrotask(() => {
+      this.flushQueued = false;
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    const limit = this.options.concurrency ?? 8;
+    while (this.running && !this.cancelRetry && this.inFlight < limit) {
+      const next = this.takeWork();
+      if (!next) break;
+      this.inFlight++;
+      void next()
+        .then(
+          (ok) => {
+            if (ok) this.backoffMs = this.options.initialBackoffMs ?? 500;
+            else this.backOff();
+          },
+          (err) => {
+            this.logger.error('status sync failed', { err: errorMessage(err) });
+            this.backOff();
+          },
+        )
+        .finally(() => {
+          this.inFlight--;
+          this.pump();
+          this.notifyIdle();
+        });
+    }
+    this.notifyIdle();
+  }
+
+  private notifyIdle(): void {
+    if (this.inFlight > 0) return;
+    if (this.pending > 0 && !this.cancelRetry) return;
+    for (const resolve of this.idleWaiters.splice(0)) resolve();
+  }
+
+  /** The next write to do: a dirty status first, then a final delete whose status is written. */
+  private takeWork(): (() => Promise<boolean>) | undefined {
+    for (const uid of this.dirty) {
+      this.dirty.delete(uid);
+      const d = this.desired.get(uid);
+      if (!d) continue;
+      return () => this.writeStatus(uid, d);
+    }
+    for (const [uid, target] of this.toDelete) {
+      this.toDelete.delete(uid);
+      return () => this.finalDelete(target);
+    }
+    return undefined;
+  }
+
+  private backOff(): void {
+    if (this.cancelRetry || !this.running) return;
+    const wait = this.backoffMs;
+    this.backoffMs = Math.min(this.backoffMs * 2, this.options.maxBackoffMs ?? 5_000);
+    this.cancelRetry = this.clock.setTimeout(() => {
+      this.cancelRetry = undefined;
+      this.pump();
+    }, wait);
+  }
+
+  /** True when written or nothing to write; false to retry later (unreachable server). */
+  private async writeStatus(uid: string, d: Desired): Promise<boolean> {
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const target = this.targets.apiPod(d.namespace, d.name);
+      if (!target?.metadata?.uid) {
+        if (d.terminated) this.forget(uid);
+        return true; // no API pod (yet): a static pod waiting for its mirror, or a deleted pod
+      }
+      if (!d.static && target.metadata.uid !== uid) return true; // another pod of the same name
+      const status = mergedStatus(target.status, d.status);
+      if (!this.needsWrite(uid, target.status, status)) {
+        if (d.terminated) this.forget(uid);
+        return true;
+      }
+      try {
+        const updated = await this.api.patchPodStatus(d.namespace, d.name, {
+          metadata: { uid: target.metadata.uid },
+          status,
+        });
+        this.patches++;
+        // Until the watch brings it, the written status is what the API has.
+        target.status = updated.status ?? status;
+        this.written.set(uid, { sent: canonicalJson(status), got: canonicalJson(target.status) });
+        if (this.desired.get(uid) === d && d.terminated && !this.dirty.has(uid)) this.forget(uid);
+        return true;
+      } catch (err) {
+        if (isNotFound(err)) return true;
+        if (isConflict(err)) {
+          try {
+            const fresh = await this.api.getPod(d.namespace, d.name);
+            Object.assign(target, { metadata: fresh.metadata, status: fresh.status });
+          } catch (getErr) {
+            if (isNotFound(getErr)) return true;
+            if (isTransient(getErr)) return this.retryLater(uid, getErr);
+          }
+          continue;
+        }
+        if (isTransient(err)) return this.retryLater(uid, err);
+        this.logger.warn('Pod status rejected by the API server', {
+          pod: `${d.namespace}/${d.name}`,
+          err: errorMessage(err),
+        });
+        return true;
+      }
+    }
+    return this.retryLater(uid, new Error('conflicts'));
+  }
+
+  private retryLater(uid: string, err: unknown): boolean {
+    this.dirty.add(uid);
+    this.logger.debug('Failed to update pod status; will retry', { podUID: uid, err: errorMessage(err) });
+    return false;
+  }
+
+  private async finalDelete(target: { namespace: string; name: string; uid: string }): Promise<boolean> {
+    const d = this.desired.get(target.uid);
+    if (d && this.dirty.has(target.uid)) {
+      this.toDelete.set(target.uid, target); // after its status
+      return true;
+    }
+    if (this.targets.isActive(target.uid)) return true; // still terminating: deleted when done
+    try {
+      await this.api.deletePod(target.namespace, target.name, { gracePeriodSeconds: 0, uid: target.uid });
+      this.deletes++;
+      this.logger.info('Pod fully terminated and removed from the API server', {
+        pod: `${target.namespace}/${target.name}`,
+        podUID: target.uid,
+      });
+      return true;
+    } catch (err) {
+      if (isNotFound(err) || isConflict(err)) return true; // gone, or another pod now has the name
+      if (isTransient(err)) {
+        this.toDelete.set(target.uid, target);
+        return false;
+      }
+      this.logger.warn('Final delete of pod failed', { pod: `${target.namespace}/${target.name}`, err: errorMessage(err) });
+      return true;
+    }
+  }
+
+  private differs(uid: string, d: Desired): boolean {
+    const target = this.targets.apiPod(d.namespace, d.name);
+    if (!target?.metadata?.uid) return false;
+    return this.needsWrite(uid, target.status, mergedStatus(target.status, d.status));
+  }
+
+  /**
+   * Whether writing `status` would change the API's: not when merging it changes nothing, nor when it is
+   * exactly what we wrote last and the API still holds what the server answered then.
+   */
+  private needsWrite(uid: string, api: PodStatus | undefined, status: PodStatus): boolean {
+    const current = canonicalJson(api ?? {});
+    if (canonicalJson(mergePatch(api ?? {}, status)) === current) return false;
+    const last = this.written.get(uid);
+    return !(last && last.sent === canonicalJson(status) && last.got === current);
+  }
+
+  private forget(uid: string): void {
+    this.desired.delete(uid);
+    this.written.delete(uid);
+  }
+
+  private scheduleReconcile(): void {
+    this.cancelReconcile = this.clock.setTimeout(() => {
+      for (const [uid, d] of this.desired) if (this.differs(uid, d)) this.markDirty(uid);
+      if (this.running) this.scheduleReconcile();
+    }, this.options.reconcilePeriodMs ?? 10_000);
+  }
+}
+
+/**
+ * The status to write: the kubelet's, with the API's conditions the kubelet does not own kept (the
+ * scheduler's PodScheduled with its transition time, readiness gates).
+ */
+export function mergedStatus(api: PodStatus | undefined, ours: PodStatus): PodStatus {
+  const conditions: PodCondition[] = [];
+  const apiConditions = api?.conditions ?? [];
+  for (const c of ours.conditions ?? []) {
+    if (kubeletConditions.has(c.type)) conditions.push(c);
+    else conditions.push(apiConditions.find((a) => a.type === c.type) ?? c);
+  }
+  for (const c of apiConditions) if (!conditions.some((o) => o.type === c.type)) conditions.push(c);
+  return { ...ours, conditions: conditions.map(stripNulls) };
+}
+
+/** `lastProbeTime: null` would delete the field in a merge patch; the API omits it anyway. */
+function stripNulls<T extends object>(o: T): T {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(o)) if (v !== null && v !== undefined) out[k] = v;
+  return out as T;
+}
+
+function isMirror(pod: Pod): boolean {
+  return pod.metadata?.annotations?.['kubernetes.io/config.mirror'] !== undefined;
+}

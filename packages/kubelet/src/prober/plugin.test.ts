@@ -1,0 +1,79 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import test from 'ava';
+import { createLogger, definePlugin, Kernel, VirtualClock } from '@nodelet/kernel';
+import { runtimeFakePlugin } from '@nodelet/runtime-fake';
+import { KubeletCapability, kubeletPlugin } from '../plugin.js';
+import { makePod, TestSource } from '../test-harness.js';
+import { type ProbeHandler, ProbeHandlerCapability } from './probe-handler.js';
+
+/**
+ * A third party adds a probe handler by providing `probe.handler`. Here a simulation plugin answers
+ * `httpGet` probes from a table instead of sockets — what a hundred simulated nodes on the fake runtime
+ * want, since their pod IPs are not real — and replaces the built-in handler of that type.
+ */
+test('a plugin providing probe.handler replaces the built-in httpGet handler', async (t) => {
+  const healthy = new Map<string, boolean>();
+  const seen: string[] = [];
+  const tableHandler: ProbeHandler = {
+    type: 'httpGet',
+    async probe(ctx) {
+      const key = `${ctx.pod.metadata?.name}:${ctx.probe.httpGet?.path}`;
+      seen.push(`${ctx.podIP}${ctx.probe.httpGet?.path}`);
+      return healthy.get(key)
+        ? { result: 'success', output: 'ok' }
+        : { result: 'failure', output: `HTTP probe failed with statuscode: 503` };
+    },
+  };
+  const probeTable = definePlugin({
+    manifest: {
+      name: 'probe-table',
+      version: '0.1.0',
+      provides: [ProbeHandlerCapability],
+      requires: [],
+    },
+    register(ctx) {
+      ctx.provide(ProbeHandlerCapability, tableHandler);
+    },
+  });
+
+  const clock = new VirtualClock();
+  const logger = createLogger({ sink: () => {}, now: () => clock.now() });
+  const source = new TestSource();
+  const dir = mkdtempSync(join(tmpdir(), 'nodelet-probe-plugin-'));
+  const kernel = new Kernel({ clock, logger })
+    .use(runtimeFakePlugin, {})
+    .use(probeTable)
+    .use(kubeletPlugin, {
+      nodeName: 'sim-1',
+      hostIP: '192.0.2.1',
+      rootDir: join(dir, 'root'),
+      podLogsDir: join(dir, 'logs'),
+      readOnlyPort: 0,
+      address: '127.0.0.1',
+      sources: [source],
+    });
+  await kernel.start();
+  t.teardown(() => kernel.stop());
+  const kubelet = kernel.get(KubeletCapability);
+
+  source.set([
+    makePod('web', {
+      containers: [
+        {
+          name: 'main',
+          image: 'busybox:1.36',
+          readinessProbe: { httpGet: { path: '/ready', port: 8080 }, periodSeconds: 1, failureThreshold: 1 },
+        },
+      ],
+    }),
+  ]);
+  const ready = () => !!kubelet.getPod('default', 'web')?.status?.containerStatuses?.[0]?.ready;
+  await clock.advance(2_000);
+  t.false(ready());
+  healthy.set('web:/ready', true);
+  await clock.advance(1_000);
+  t.true(ready());
+  t.regex(seen[0]!, /^10\.244\.\d+\.\d+\/ready$/, 'the handler got the (simulated) pod IP');
+});
