@@ -15,6 +15,17 @@ Pod sources:
   --manifest-url URL             pod manifests served over HTTP, polled
   --manifest-url-header K:V      header sent with --manifest-url (K:V,K2:V2; repeatable)
 
+Joining a cluster:
+  --kubeconfig FILE              kubeconfig of the API server to join: the node registers, runs the pods
+                                 bound to it and reports their status (client certificates, tokens and
+                                 exec credential plugins as @kubernetes/client-node supports them)
+  --bootstrap-kubeconfig FILE    TLS bootstrap: when --kubeconfig does not exist yet, request a client
+                                 certificate (CSR for system:node:<node>) with these credentials, then
+                                 write --kubeconfig (default <root-dir>/kubeconfig)
+  --node-labels K=V[,K=V]        labels to register the node with
+  --register-with-taints K[=V]:EFFECT[,…]
+                                 taints to register the node with (NoSchedule, PreferNoSchedule, NoExecute)
+
 Configuration:
   --config FILE                  a NodeletConfiguration (apiVersion nodelet.dev/v1alpha1) or an upstream
                                  KubeletConfiguration (kubelet.config.k8s.io/v1beta1)
@@ -51,6 +62,10 @@ const options = {
   'container-runtime-endpoint': { type: 'string' },
   'image-service-endpoint': { type: 'string' },
   'hostname-override': { type: 'string' },
+  kubeconfig: { type: 'string' },
+  'bootstrap-kubeconfig': { type: 'string' },
+  'node-labels': { type: 'string', multiple: true },
+  'register-with-taints': { type: 'string', multiple: true },
   'node-ip': { type: 'string' },
   'root-dir': { type: 'string' },
   'read-only-port': { type: 'string' },
@@ -81,6 +96,10 @@ export function parseKubeletArgs(args: readonly string[]): ParsedKubeletArgs {
   set('containerRuntimeEndpoint', values['container-runtime-endpoint']);
   set('imageServiceEndpoint', values['image-service-endpoint']);
   set('hostnameOverride', values['hostname-override']);
+  set('kubeconfig', values.kubeconfig);
+  set('bootstrapKubeconfig', values['bootstrap-kubeconfig']);
+  set('nodeLabels', values['node-labels']);
+  set('registerWithTaints', values['register-with-taints']);
   set('nodeIp', values['node-ip']);
   set('rootDir', values['root-dir']);
   set('readOnlyPort', intFlag('read-only-port', values['read-only-port'], 0, 65535));
@@ -167,9 +186,9 @@ export async function runKubelet(
   const kernel = await buildKernel(setup, logger);
   await kernel.start();
   kernel.stopOnSignals(io.onStopped ?? (() => process.exit(0)));
-  if (!setup.kubelet.podManifestPath && !setup.kubelet.manifestUrl) {
+  if (!setup.kubelet.podManifestPath && !setup.kubelet.manifestUrl && !setup.kubelet.apiServer) {
     logger.warn(
-      'no pod source configured; give --pod-manifest-path or --manifest-url (or staticPodPath in --config)',
+      'no pod source configured; give --pod-manifest-path, --manifest-url or --kubeconfig (or staticPodPath in --config)',
     );
   }
   const k = setup.kubelet;
@@ -177,6 +196,7 @@ export async function runKubelet(
     node: k.nodeName,
     runtime: setup.runtime.name,
     hostIP: k.hostIP,
+    ...(k.apiServer ? { kubeconfig: k.apiServer.kubeconfig ?? '' } : {}),
     readOnly: k.readOnlyPort > 0 ? `${k.address}:${k.readOnlyPort}` : 'disabled',
     ...(setup.config ? { config: setup.config.path } : {}),
   });

@@ -2,7 +2,7 @@ import { isIP } from 'node:net';
 import { homedir, hostname, networkInterfaces } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Logger } from '@nodelet/kernel';
-import type { KubeletPluginConfig } from '@nodelet/kubelet';
+import { type ApiServerOptions, type KubeletPluginConfig, parseLabels, parseTaints } from '@nodelet/kubelet';
 import { CliError } from './errors.js';
 import { type LoadedConfig, loadConfigFile } from './nodelet-config.js';
 import { checkRuntimeName, type RuntimeChoice } from './runtimes.js';
@@ -20,6 +20,14 @@ export interface KubeletFlags {
   imageServiceEndpoint?: string;
   hostnameOverride?: string;
   nodeIp?: string;
+  /** `--kubeconfig`: join the cluster it points at. */
+  kubeconfig?: string;
+  /** `--bootstrap-kubeconfig`: TLS bootstrap credentials. */
+  bootstrapKubeconfig?: string;
+  /** Each `key=value[,key=value…]`, repeatable. */
+  nodeLabels?: string[];
+  /** Each `key[=value]:Effect[,…]`, repeatable. */
+  registerWithTaints?: string[];
   rootDir?: string;
   readOnlyPort?: number;
   address?: string;
@@ -185,6 +193,8 @@ export function resolveKubeletSetup(flags: KubeletFlags, env: SetupEnv): Kubelet
   if (kc.fileCheckFrequencyMs !== undefined) kubelet.fileCheckFrequencyMs = kc.fileCheckFrequencyMs;
   if (kc.httpCheckFrequencyMs !== undefined) kubelet.httpCheckFrequencyMs = kc.httpCheckFrequencyMs;
   if (kc.syncFrequencyMs !== undefined) kubelet.syncFrequencyMs = kc.syncFrequencyMs;
+  const apiServer = apiServerOptions(flags, fromCwd, kc.maxPods);
+  if (apiServer) kubelet.apiServer = apiServer;
 
   const setup: KubeletSetup = {
     kubelet,
@@ -205,4 +215,44 @@ export function resolveKubeletSetup(flags: KubeletFlags, env: SetupEnv): Kubelet
     };
   }
   return setup;
+}
+
+/**
+ * `--kubeconfig`, `--bootstrap-kubeconfig`, `--node-labels`, `--register-with-taints`: how the kubelet
+ * joins a cluster, or undefined to run standalone. Labels and taints without a kubeconfig are refused.
+ */
+function apiServerOptions(
+  flags: KubeletFlags,
+  fromCwd: (p: string) => string,
+  maxPods: number | undefined,
+): ApiServerOptions | undefined {
+  const joining = flags.kubeconfig !== undefined || flags.bootstrapKubeconfig !== undefined;
+  if (!joining) {
+    for (const [flag, value] of [
+      ['--node-labels', flags.nodeLabels],
+      ['--register-with-taints', flags.registerWithTaints],
+    ] as const) {
+      if (value && value.length > 0)
+        throw new CliError(`flag ${flag} needs --kubeconfig: there is no API server to register with`);
+    }
+    return undefined;
+  }
+  const options: ApiServerOptions = {};
+  if (flags.kubeconfig !== undefined) options.kubeconfig = fromCwd(flags.kubeconfig);
+  if (flags.bootstrapKubeconfig !== undefined)
+    options.bootstrapKubeconfig = fromCwd(flags.bootstrapKubeconfig);
+  if (maxPods !== undefined) options.maxPods = maxPods;
+  try {
+    const labels = Object.assign({}, ...(flags.nodeLabels ?? []).map(parseLabels));
+    if (Object.keys(labels).length > 0) options.nodeLabels = labels;
+  } catch (err) {
+    throw new CliError(`flag --node-labels: ${(err as Error).message}`);
+  }
+  try {
+    const taints = (flags.registerWithTaints ?? []).flatMap(parseTaints);
+    if (taints.length > 0) options.registerWithTaints = taints;
+  } catch (err) {
+    throw new CliError(`flag --register-with-taints: ${(err as Error).message}`);
+  }
+  return options;
 }

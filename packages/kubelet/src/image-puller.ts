@@ -43,6 +43,8 @@ export function pullPolicy(container: Container): 'Always' | 'IfNotPresent' | 'N
 
 export class ImagePuller {
   readonly backoff: Backoff;
+  /** The last pull failure per backoff key, shown in ImagePullBackOff's message (as upstream). */
+  private readonly lastPullError = new Map<string, string>();
 
   constructor(
     private readonly images: ImageService,
@@ -74,8 +76,14 @@ export class ImagePuller {
     }
     const key = `${pod.metadata?.uid}/${image}`;
     if (this.backoff.isInBackoffSinceUpdate(key)) {
-      throw new ImagePullError('ImagePullBackOff', `Back-off pulling image "${container.image}"`);
+      // Upstream: `Back-off pulling image "x": ErrImagePull: <the runtime's message>`.
+      const last = this.lastPullError.get(key);
+      throw new ImagePullError(
+        'ImagePullBackOff',
+        `Back-off pulling image "${container.image}"${last ? `: ErrImagePull: ${last}` : ''}`,
+      );
     }
+    this.lastPullError.delete(key);
     this.logger.info('Pulling image', { pod: podRef(pod), image: container.image });
     const start = this.clock.now();
     try {
@@ -88,10 +96,9 @@ export class ImagePuller {
       return { image, imageRef, pulled: true };
     } catch (err) {
       this.backoff.next(key);
-      throw new ImagePullError(
-        'ErrImagePull',
-        `Failed to pull image "${container.image}": ${errorMessage(err)}`,
-      );
+      const message = `Failed to pull image "${container.image}": ${errorMessage(err)}`;
+      this.lastPullError.set(key, message);
+      throw new ImagePullError('ErrImagePull', message);
     }
   }
 

@@ -17,3 +17,4 @@ export * from './container-hash.js';
 export * from './status-manager.js';
 export * from './config/index.js';
 export * from './prober/index.js';
+export * from './apiserver/index.js';

@@ -6,7 +6,7 @@ import type { Subscription } from 'rxjs';
 import { type ApiServerOptions, NodeAgent, tapLogger } from './apiserver/index.js';
 import { FileSource, PodConfig, type PodSource, UrlSource } from './config/index.js';
 import { ImagePuller, podRef } from './image-puller.js';
-import { KubeRuntime } from './kuberuntime.js';
+import { KubeRuntime, NODE_NAME_LABEL } from './kuberuntime.js';
 import { GenericPleg, type PlegChange } from './pleg.js';
 import type { ProbeVerdicts } from './pod-actions.js';
 import { generatePodStatus, type WaitingReason } from './pod-status.js';
@@ -83,6 +83,7 @@ export class Kubelet implements PodSyncer {
   private readonly lastSeen = new Map<string, Map<string, string>>();
   private readonly subscriptions: Subscription[] = [];
   private cancelHousekeeping?: () => void;
+  private housekeepingFailures = 0;
   private readonly logger: Logger;
 
   constructor(
@@ -383,7 +384,9 @@ export class Kubelet implements PodSyncer {
       const orphans = new Map<string, { name: string; namespace: string }>();
       for (const sb of items) {
         const uid = sb.labels[CriLabels.PodUID];
-        if (!uid || this.desired.has(uid) || this.workers.isKnown(uid)) continue;
+        // Only this node's sandboxes: another kubelet on the same runtime owns the others.
+        if (!uid || sb.labels[NODE_NAME_LABEL] !== this.options.nodeName) continue;
+        if (this.desired.has(uid) || this.workers.isKnown(uid)) continue;
         orphans.set(uid, {
           name: sb.labels[CriLabels.PodName] ?? '',
           namespace: sb.labels[CriLabels.PodNamespace] ?? '',
@@ -407,8 +410,14 @@ export class Kubelet implements PodSyncer {
         await this.kubeRuntime.removePod(pod, await this.kubeRuntime.getPodStatus(uid, name, namespace));
       }
       await this.garbageCollectContainers();
+      if (this.housekeepingFailures > 0) this.logger.info('housekeeping succeeded again');
+      this.housekeepingFailures = 0;
     } catch (err) {
-      this.logger.warn('housekeeping failed; will retry', { err: errorMessage(err) });
+      // Once per backoff step (1, 2, 4, … failures in a row), not every period while the runtime is down.
+      const failures = ++this.housekeepingFailures;
+      if ((failures & (failures - 1)) === 0) {
+        this.logger.warn('housekeeping failed; will retry', { failures, err: errorMessage(err) });
+      }
     }
   }
 
@@ -417,6 +426,7 @@ export class Kubelet implements PodSyncer {
     const { containers } = await this.deps.runtime.listContainers({});
     const byKey = new Map<string, typeof containers>();
     for (const c of containers) {
+      if (c.labels[NODE_NAME_LABEL] !== this.options.nodeName) continue;
       const key = `${c.labels[CriLabels.PodUID]}/${c.labels[CriLabels.ContainerName]}`;
       const list = byKey.get(key) ?? [];
       list.push(c);

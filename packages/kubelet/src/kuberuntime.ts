@@ -39,6 +39,13 @@ import { VolumeError, type VolumeManager } from './volumes.js';
  * our labels and annotations, and carries out the actions of one sync — sandbox, init containers, app
  * containers, kills — with CrashLoopBackOff and image pull policy on the way.
  */
+/**
+ * A nodelet label on every sandbox and container: the node that made it. Housekeeping removes only
+ * its own node's orphans, so several kubelets (simulated nodes, tests) can share one runtime without
+ * removing each other's pods — or sandboxes some other CRI client made.
+ */
+export const NODE_NAME_LABEL = 'nodelet.dev/node';
+
 export interface KubeRuntimeOptions {
   nodeName: string;
   podLogsDir: string;
@@ -63,6 +70,12 @@ export interface SyncResult {
 export class KubeRuntime {
   readonly crashLoopBackoff: Backoff;
   private readonly minGrace: number;
+  /**
+   * Pod IPs of ready sandboxes by sandbox id: a sandbox's network does not change in its life, so each
+   * sync need not ask PodSandboxStatus again (a third of the CRI calls of starting a pod). Dropped when
+   * the sandbox is seen not ready or the pod is removed.
+   */
+  private readonly sandboxIps = new Map<string, { ip: string; additionalIps: string[] }>();
 
   constructor(
     private readonly runtime: RuntimeService,
@@ -87,11 +100,8 @@ export class KubeRuntime {
       const ready = sb.state === PodSandboxState.SANDBOX_READY;
       let ip = '';
       let additionalIps: string[] = [];
-      if (ready) {
-        const s = await this.runtime.podSandboxStatus({ podSandboxId: sb.id, verbose: false });
-        ip = s.status?.network?.ip ?? '';
-        additionalIps = s.status?.network?.additionalIps.map((p) => p.ip) ?? [];
-      }
+      if (ready) ({ ip, additionalIps } = await this.sandboxNetwork(sb.id));
+      else this.sandboxIps.delete(sb.id);
       status.sandboxes.push({
         id: sb.id,
         ready,
@@ -129,6 +139,21 @@ export class KubeRuntime {
     }
     status.containers.sort((a, b) => b.createdAt - a.createdAt);
     return status;
+  }
+
+  /** A ready sandbox's IPs: from PodSandboxStatus once, then from memory. */
+  private async sandboxNetwork(podSandboxId: string): Promise<{ ip: string; additionalIps: string[] }> {
+    let network = this.sandboxIps.get(podSandboxId);
+    if (!network) {
+      const s = await this.runtime.podSandboxStatus({ podSandboxId, verbose: false });
+      network = {
+        ip: s.status?.network?.ip ?? '',
+        additionalIps: s.status?.network?.additionalIps.map((p) => p.ip) ?? [],
+      };
+      // A sandbox without an IP yet (host network, or a runtime still setting it up) is asked again.
+      if (network.ip) this.sandboxIps.set(podSandboxId, network);
+    }
+    return network;
   }
 
   /** One sync: compute the actions and carry them out. */
@@ -172,8 +197,7 @@ export class KubeRuntime {
             runtimeHandler: pod.spec?.runtimeClassName ?? '',
           })
         ).podSandboxId;
-        const s = await this.runtime.podSandboxStatus({ podSandboxId: sandboxId, verbose: false });
-        podIP = s.status?.network?.ip ?? '';
+        podIP = (await this.sandboxNetwork(sandboxId)).ip;
         result.changed = true;
       } catch (err) {
         const message = `Failed to create pod sandbox: ${errorMessage(err)}`;
@@ -222,11 +246,13 @@ export class KubeRuntime {
         }
       }),
     );
-    // Containers that need nothing (running, or done for good) have no waiting reason.
+    // Containers that need nothing (running, or exited and done for good under the restart policy) have
+    // no waiting reason: a container whose start failed under `Never` shows as terminated, as upstream.
     for (const name of [...result.waiting.keys()]) {
+      const latest = status.containers.find((c) => c.name === name);
       if (
         !toStart.some((c) => c.name === name) &&
-        status.containers.some((c) => c.name === name && c.state === 'running')
+        (latest?.state === 'running' || latest?.state === 'exited')
       ) {
         result.waiting.delete(name);
       }
@@ -268,7 +294,10 @@ export class KubeRuntime {
   /** Removes every container and sandbox of the pod, and its volumes. */
   async removePod(pod: Pod, status: RuntimePodStatus): Promise<void> {
     for (const c of status.containers) await this.runtime.removeContainer({ containerId: c.id });
-    for (const sb of status.sandboxes) await this.runtime.removePodSandbox({ podSandboxId: sb.id });
+    for (const sb of status.sandboxes) {
+      await this.runtime.removePodSandbox({ podSandboxId: sb.id });
+      this.sandboxIps.delete(sb.id);
+    }
     await this.options.clock.track(this.volumes.tearDown(pod.metadata!.uid!));
     const meta = pod.metadata!;
     await this.options.clock.track(
@@ -451,6 +480,7 @@ export class KubeRuntime {
         [CriLabels.PodName]: meta.name!,
         [CriLabels.PodNamespace]: namespace,
         [CriLabels.PodUID]: meta.uid!,
+        [NODE_NAME_LABEL]: this.options.nodeName,
       },
       annotations: { ...(meta.annotations ?? {}) },
       linux: {
@@ -506,6 +536,7 @@ export class KubeRuntime {
         [CriLabels.PodNamespace]: meta.namespace ?? 'default',
         [CriLabels.PodUID]: meta.uid!,
         [CriLabels.ContainerName]: container.name,
+        [NODE_NAME_LABEL]: this.options.nodeName,
       },
       annotations: {
         [CriAnnotations.ContainerHash]: hashContainer(container),

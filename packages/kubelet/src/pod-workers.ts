@@ -38,6 +38,8 @@ interface Worker {
   cancelRequeue?: () => void;
   /** Waiting for an older pod of the same full name to terminate. */
   blocked: boolean;
+  /** Syncs that failed in a row: logged at 1, 2, 4, … (once per backoff step while the runtime is down). */
+  failures?: number;
 }
 
 const fullName = (pod: Pod) => `${pod.metadata?.namespace ?? 'default'}/${pod.metadata?.name}`;
@@ -172,6 +174,7 @@ export class PodWorkers {
   private async doSync(uid: string, w: Worker): Promise<void> {
     try {
       const outcome = await this.syncer.syncPod(w.pod);
+      w.failures = undefined;
       if (w.phase === 'sync' && !w.pending) {
         this.requeue(
           uid,
@@ -180,11 +183,16 @@ export class PodWorkers {
         );
       }
     } catch (err) {
-      this.logger.error('error syncing pod, skipping', {
-        pod: fullName(w.pod),
-        podUID: uid,
-        err: errorMessage(err),
-      });
+      const failures = (w.failures ?? 0) + 1;
+      w.failures = failures;
+      if ((failures & (failures - 1)) === 0) {
+        this.logger.error('error syncing pod, skipping', {
+          pod: fullName(w.pod),
+          podUID: uid,
+          failures,
+          err: errorMessage(err),
+        });
+      }
       if (w.phase === 'sync' && !w.pending) this.requeue(uid, w, this.errorBackoffMs);
     }
   }

@@ -1,6 +1,7 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Logger } from '@nodelet/kernel';
+import { errorMessage, type Logger } from '@nodelet/kernel';
+import { findContainerLog, followContainerLog, readContainerLog, tailLines } from './container-logs.js';
 import type { Kubelet } from './kubelet.js';
 
 /**
@@ -8,7 +9,8 @@ import type { Kubelet } from './kubelet.js';
  * PodList with every pod's current status). `nodelet get pods` reads it. A nodelet addition,
  * `/pods/<namespace>/<name>/events`, serves the pod's last events (probe failures and the kills they
  * caused) as a v1 EventList — without an API server there is nowhere else to read them; `nodelet
- * describe pod` prints them.
+ * describe pod` prints them. `/containerLogs/<namespace>/<pod>/<container>` serves a container's log as
+ * upstream's kubelet does (query `previous`, `follow`, `tailLines`), as plain text; `nodelet logs` reads it.
  */
 export class ReadOnlyServer {
   private server?: Server;
@@ -20,7 +22,7 @@ export class ReadOnlyServer {
 
   async listen(port: number, address = '127.0.0.1'): Promise<AddressInfo> {
     const server = createServer((req, res) => {
-      const path = (req.url ?? '/').split('?')[0];
+      const [path, query] = (req.url ?? '/').split('?') as [string, string | undefined];
       if (req.method !== 'GET' && req.method !== 'HEAD') {
         res.writeHead(405, { 'content-type': 'text/plain' }).end('method not allowed\n');
         return;
@@ -39,6 +41,8 @@ export class ReadOnlyServer {
             : undefined;
         if (events) res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(events));
         else res.writeHead(404, { 'content-type': 'text/plain' }).end('404 page not found\n');
+      } else if (path.startsWith('/containerLogs/')) {
+        void this.containerLogs(path, new URLSearchParams(query ?? ''), req, res);
       } else if (path === '/pods' || path === '/pods/') {
         res
           .writeHead(200, { 'content-type': 'application/json' })
@@ -63,6 +67,64 @@ export class ReadOnlyServer {
     const info = server.address() as AddressInfo;
     this.logger.info('read-only server listening', { address: `${info.address}:${info.port}` });
     return info;
+  }
+
+  /** `/containerLogs/<namespace>/<pod>/<container>?previous=true&follow=true&tailLines=N`. */
+  private async containerLogs(
+    path: string,
+    query: URLSearchParams,
+    req: IncomingMessage,
+    res: ServerResponse,
+  ): Promise<void> {
+    const text = { 'content-type': 'text/plain; charset=utf-8' };
+    const fail = (status: number, message: string) => {
+      if (!res.headersSent) res.writeHead(status, text);
+      res.end(`${message}\n`);
+    };
+    const parts = path.split('/').slice(2).map(decodeURIComponent);
+    if (parts.length !== 3 || parts.some((p) => !p)) {
+      fail(400, 'want /containerLogs/<namespace>/<pod>/<container>');
+      return;
+    }
+    const [namespace, pod, container] = parts as [string, string, string];
+    const flag = (name: string) => query.get(name) === 'true' || query.get(name) === '1';
+    const tail = query.get('tailLines');
+    if (tail !== null && !/^\d+$/.test(tail)) {
+      fail(400, `tailLines must be a non-negative integer, got ${JSON.stringify(tail)}`);
+      return;
+    }
+    try {
+      const target = await findContainerLog(this.kubelet, namespace, pod, container, flag('previous'));
+      if (!target.found) {
+        fail(target.status, target.message);
+        return;
+      }
+      let read: { text: string; offset: number };
+      try {
+        read = await readContainerLog(target.path);
+      } catch (err) {
+        fail(400, `failed to read the log of container "${container}" in pod "${pod}": ${errorMessage(err)}`);
+        return;
+      }
+      res.writeHead(200, text);
+      res.write(tailLines(read.text, tail === null ? undefined : Number(tail)));
+      if (!flag('follow') || flag('previous')) {
+        res.end();
+        return;
+      }
+      const abort = new AbortController();
+      req.once('close', () => abort.abort());
+      res.once('close', () => abort.abort());
+      const isRunning = async () =>
+        (await this.kubelet.kubeRuntime.getPodStatus(target.uid, pod, namespace)).containers.some(
+          (c) => c.id === target.containerId && c.state === 'running',
+        );
+      await followContainerLog(target.path, read.offset, (t) => res.write(t), isRunning, abort.signal);
+      res.end();
+    } catch (err) {
+      this.logger.warn('serving container logs failed', { path, err: errorMessage(err) });
+      fail(500, errorMessage(err));
+    }
   }
 
   async close(): Promise<void> {

@@ -1,10 +1,13 @@
-import { mkdir, rm, stat } from 'node:fs/promises';
+import { execFile } from 'node:child_process';
+import { mkdir, readFile, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Pod, Volume } from '@nodelet/api';
+import { promisify } from 'node:util';
+import { type Pod, quantityValue, type Volume } from '@nodelet/api';
 
 /**
- * In-tree volumes the standalone kubelet supports: emptyDir (a per-pod directory under the kubelet root,
- * tmpfs for `medium: Memory` on real runtimes) and hostPath (with its `type` checks). Other volume
+ * In-tree volumes the standalone kubelet supports: emptyDir (a per-pod directory under the kubelet root;
+ * for `medium: Memory` a tmpfs mounted on it, sized by `sizeLimit` when set, when the kubelet runs as
+ * root on Linux — elsewhere a plain directory) and hostPath (with its `type` checks). Other volume
  * sources are refused by name until they are implemented.
  */
 export interface VolumeMountSource {
@@ -31,8 +34,49 @@ export function volumeSource(volume: Volume): string {
   return Object.keys(volume).find((k) => k !== 'name') ?? '(none)';
 }
 
+export interface VolumeManagerOptions {
+  /** Mount a tmpfs for `emptyDir.medium: Memory` (default: running as root on Linux). */
+  tmpfs?: boolean;
+  /** Runs mount(8) / umount(8); injectable for tests. */
+  run?: (command: string, args: string[]) => Promise<void>;
+  /** Mount points of this mount namespace (default: from /proc/self/mountinfo). */
+  mountPoints?: () => Promise<string[]>;
+}
+
+const execFileAsync = promisify(execFile);
+
+/** Mount points from /proc/self/mountinfo (field 5, octal escapes such as `\040` decoded). */
+export async function procMountPoints(): Promise<string[]> {
+  const text = await readFile('/proc/self/mountinfo', 'utf8');
+  return text
+    .split('\n')
+    .map((line) => line.split(' ')[4])
+    .filter((p): p is string => !!p)
+    .map((p) => p.replace(/\\([0-7]{3})/g, (_, o: string) => String.fromCharCode(parseInt(o, 8))));
+}
+
 export class VolumeManager {
-  constructor(private readonly rootDir: string) {}
+  private readonly tmpfs: boolean;
+  private readonly run: (command: string, args: string[]) => Promise<void>;
+  private readonly mountPoints: () => Promise<string[]>;
+
+  constructor(
+    private readonly rootDir: string,
+    options: VolumeManagerOptions = {},
+  ) {
+    this.tmpfs = options.tmpfs ?? (process.platform === 'linux' && process.getuid?.() === 0);
+    this.run =
+      options.run ??
+      (async (command, args) => {
+        try {
+          await execFileAsync(command, args, { timeout: 30_000 });
+        } catch (err) {
+          const e = err as { stderr?: string; message?: string };
+          throw new VolumeError(`${command} ${args.join(' ')}: ${(e.stderr || e.message || '').trim()}`);
+        }
+      });
+    this.mountPoints = options.mountPoints ?? procMountPoints;
+  }
 
   /** Makes every volume of the pod ready on the host; returns host paths by volume name. */
   async setUp(pod: Pod): Promise<Map<string, string>> {
@@ -48,6 +92,7 @@ export class VolumeManager {
       if (volume.emptyDir) {
         const dir = emptyDirPath(this.rootDir, uid, volume.name);
         await mkdir(dir, { recursive: true, mode: 0o777 });
+        if (volume.emptyDir.medium === 'Memory' && this.tmpfs) await this.mountTmpfs(volume, dir);
         paths.set(volume.name, dir);
       } else if (volume.hostPath) {
         await checkHostPath(volume.name, volume.hostPath.path, volume.hostPath.type ?? '');
@@ -57,9 +102,29 @@ export class VolumeManager {
     return paths;
   }
 
-  /** Removes the pod's volume directories (emptyDir content goes with the pod). */
+  /** Unmounts the pod's tmpfs volumes and removes its volume directories (emptyDir content goes with the pod). */
   async tearDown(uid: string): Promise<void> {
-    await rm(join(this.rootDir, 'pods', uid), { recursive: true, force: true });
+    const podDir = join(this.rootDir, 'pods', uid);
+    if (this.tmpfs) {
+      const mounted = (await this.mountPoints()).filter((p) => p.startsWith(podDir + '/'));
+      // Deepest first; a failed umount throws, so the pod's cleanup is retried rather than rm-ing into a mount.
+      for (const point of mounted.sort((a, b) => b.length - a.length)) await this.run('umount', [point]);
+    }
+    await rm(podDir, { recursive: true, force: true });
+  }
+
+  /** Mounts a tmpfs on an emptyDir of medium Memory, unless one is already there (every sync calls setUp). */
+  private async mountTmpfs(volume: Volume, dir: string): Promise<void> {
+    if ((await this.mountPoints()).includes(dir)) return;
+    const limit = volume.emptyDir?.sizeLimit;
+    let size: number | undefined;
+    try {
+      size = limit !== undefined ? quantityValue(limit) : undefined;
+    } catch (err) {
+      throw new VolumeError(`volume "${volume.name}": emptyDir sizeLimit: ${(err as Error).message}`);
+    }
+    const options = size && size > 0 ? ['-o', `size=${size}`] : [];
+    await this.run('mount', ['-t', 'tmpfs', ...options, 'tmpfs', dir]);
   }
 }
 

@@ -39,7 +39,9 @@ export class ApiPodSource implements PodSource {
   private emitQueued = false;
   private backoffMs: number;
   private cancelTimer?: () => void;
-  private listeners: ((pods: ReadonlyMap<string, Pod>) => void)[] = [];
+  private listeners: ((pods: ReadonlyMap<string, Pod>, changed?: ReadonlySet<string>) => void)[] = [];
+  /** Keys changed since the last snapshot; undefined after a list (everything may have). */
+  private changed?: Set<string> = new Set();
   /** Lists done (the first, and relists after 410 or failures). */
   lists = 0;
   synced = false;
@@ -87,8 +89,11 @@ export class ApiPodSource implements PodSource {
     return out;
   }
 
-  /** Called (coalesced) after every change of the API's pods, mirror pods included. */
-  onChange(listener: (pods: ReadonlyMap<string, Pod>) => void): void {
+  /**
+   * Called (coalesced) after every change of the API's pods, mirror pods included, with the keys
+   * (`namespace/name`) that changed — undefined after a list.
+   */
+  onChange(listener: (pods: ReadonlyMap<string, Pod>, changed?: ReadonlySet<string>) => void): void {
     this.listeners.push(listener);
   }
 
@@ -102,6 +107,7 @@ export class ApiPodSource implements PodSource {
       for (const pod of items) this.pods.set(key(pod), pod);
       this.resourceVersion = resourceVersion;
       this.synced = true;
+      this.changed = undefined;
       this.backoffMs = this.options.initialBackoffMs ?? 500;
       this.emit(true);
       this.startWatch();
@@ -131,11 +137,16 @@ export class ApiPodSource implements PodSource {
       if (this.watch === handle) this.watch = undefined;
       if (!this.running) return;
       if (gone || isGone(err)) {
-        this.logger.info('Watch of pods expired (410 Gone); listing again', { resourceVersion: this.resourceVersion });
+        this.logger.info('Watch of pods expired (410 Gone); listing again', {
+          resourceVersion: this.resourceVersion,
+        });
         return void this.list();
       }
       if (err) {
-        this.logger.warn('Watch of pods failed; will retry', { retryAfterMs: this.backoffMs, err: errorMessage(err) });
+        this.logger.warn('Watch of pods failed; will retry', {
+          retryAfterMs: this.backoffMs,
+          err: errorMessage(err),
+        });
         return this.retry(() => this.startWatch());
       }
       // Closed by the server (its timeout): watch again from where we are. A watch that ends at once
@@ -163,9 +174,11 @@ export class ApiPodSource implements PodSource {
       case 'ADDED':
       case 'MODIFIED':
         this.pods.set(key(e.object), e.object);
+        this.changed?.add(key(e.object));
         break;
       case 'DELETED':
         this.pods.delete(key(e.object));
+        this.changed?.add(key(e.object));
         break;
       case 'BOOKMARK':
         if (rv) this.resourceVersion = rv;
@@ -209,7 +222,9 @@ export class ApiPodSource implements PodSource {
     this.emitted.clear();
     for (const uid of emitted) this.emitted.add(uid);
     this.subject.next(snapshot);
-    for (const listener of this.listeners) listener(this.pods);
+    const changed = this.changed;
+    this.changed = new Set();
+    for (const listener of this.listeners) listener(this.pods, changed);
   }
 }
 

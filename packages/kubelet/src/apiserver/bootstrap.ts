@@ -5,7 +5,6 @@ import { dirname, join, resolve } from 'node:path';
 import type * as k8s from '@kubernetes/client-node';
 import { type Clock, errorMessage, type Logger } from '@nodelet/kernel';
 import { stringify as toYaml } from 'yaml';
-import { loadKubeConfig } from './client-node-api.js';
 import { type CertificateSigningRequest, isTransient, type KubeApi } from './kube-api.js';
 
 /** The signer of kubelet client certificates (upstream's `kubernetes.io/kube-apiserver-client-kubelet`). */
@@ -24,6 +23,8 @@ export interface BootstrapOptions {
   /** How long to wait for the CSR to be approved and signed (15 min). */
   waitTimeoutMs?: number;
   pollIntervalMs?: number;
+  /** Ends the wait (the kubelet stops). */
+  signal?: AbortSignal;
 }
 
 /**
@@ -39,7 +40,10 @@ export interface BootstrapOptions {
  * Returns the kubeconfig path. An existing kubeconfig whose certificate is still valid is used as is.
  */
 export async function bootstrapClientCredentials(o: BootstrapOptions): Promise<string> {
-  if (existsSync(o.kubeconfig) && kubeconfigValid(o.kubeconfig, o.clock.now(), o.logger)) return o.kubeconfig;
+  const { loadKubeConfig } = await import('./client-node-api.js');
+  if (existsSync(o.kubeconfig) && kubeconfigValid(loadKubeConfig, o.kubeconfig, o.clock.now(), o.logger)) {
+    return o.kubeconfig;
+  }
   const bootstrap = loadKubeConfig(o.bootstrapKubeconfig);
   const api = o.makeApi(bootstrap);
   o.logger.info('Requesting a client certificate with the bootstrap kubeconfig', {
@@ -80,17 +84,27 @@ export async function bootstrapClientCredentials(o: BootstrapOptions): Promise<s
           },
         },
       ],
-      users: [{ name: user, user: { 'client-certificate': resolve(pemPath), 'client-key': resolve(pemPath) } }],
+      users: [
+        { name: user, user: { 'client-certificate': resolve(pemPath), 'client-key': resolve(pemPath) } },
+      ],
       contexts: [{ name: 'default-context', context: { cluster: 'default-cluster', user } }],
       'current-context': 'default-context',
     }),
   );
-  o.logger.info('Client certificate issued; wrote the node kubeconfig', { kubeconfig: o.kubeconfig, csr: name });
+  o.logger.info('Client certificate issued; wrote the node kubeconfig', {
+    kubeconfig: o.kubeconfig,
+    csr: name,
+  });
   return o.kubeconfig;
 }
 
 /** True when the kubeconfig loads and its client certificate (if it has one) is valid for 5 more minutes. */
-export function kubeconfigValid(path: string, now: number, logger: Logger): boolean {
+export function kubeconfigValid(
+  loadKubeConfig: (path: string) => k8s.KubeConfig,
+  path: string,
+  now: number,
+  logger: Logger,
+): boolean {
   try {
     const kc = loadKubeConfig(path);
     const user = kc.getCurrentUser();
@@ -110,7 +124,10 @@ export function kubeconfigValid(path: string, now: number, logger: Logger): bool
     }
     return true;
   } catch (err) {
-    logger.warn('The kubeconfig is not usable; bootstrapping a new one', { kubeconfig: path, err: errorMessage(err) });
+    logger.warn('The kubeconfig is not usable; bootstrapping a new one', {
+      kubeconfig: path,
+      err: errorMessage(err),
+    });
     return false;
   }
 }
@@ -134,10 +151,17 @@ async function waitForCertificate(api: KubeApi, name: string, o: BootstrapOption
   const deadline = o.clock.now() + (o.waitTimeoutMs ?? 15 * 60_000);
   let announced = false;
   for (;;) {
+    let csr: CertificateSigningRequest | undefined;
     try {
-      const csr = await api.getCertificateSigningRequest(name);
+      csr = await api.getCertificateSigningRequest(name);
+    } catch (err) {
+      if (!isTransient(err)) throw err; // an unreachable server is waited out like a pending CSR
+    }
+    if (csr) {
       const conditions = csr.status?.conditions ?? [];
-      const refused = conditions.find((c) => (c.type === 'Denied' || c.type === 'Failed') && c.status !== 'False');
+      const refused = conditions.find(
+        (c) => (c.type === 'Denied' || c.type === 'Failed') && c.status !== 'False',
+      );
       if (refused) {
         throw new Error(
           `certificate signing request ${name} was ${refused.type.toLowerCase()}: ${refused.reason ?? ''} ${refused.message ?? ''}`.trim(),
@@ -148,15 +172,13 @@ async function waitForCertificate(api: KubeApi, name: string, o: BootstrapOption
         o.logger.info('Waiting for the certificate signing request to be approved and issued', { csr: name });
         announced = true;
       }
-    } catch (err) {
-      if (!isTransient(err)) throw err;
     }
     if (o.clock.now() >= deadline) {
       throw new Error(
         `certificate signing request ${name} was not approved and issued within ${Math.round((o.waitTimeoutMs ?? 900_000) / 1000)} s`,
       );
     }
-    await o.clock.sleep(o.pollIntervalMs ?? 1_000);
+    await o.clock.sleep(o.pollIntervalMs ?? 1_000, o.signal);
   }
 }
 

@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { Agent as HttpsAgent, type AgentOptions } from 'node:https';
 import * as k8s from '@kubernetes/client-node';
 import type { Pod } from '@nodelet/api';
 import { type Clock, errorMessage } from '@nodelet/kernel';
@@ -44,7 +45,8 @@ export function loadKubeConfig(path: string): k8s.KubeConfig {
       `kubeconfig ${path} has no current cluster: set current-context to a context whose cluster exists`,
     );
   }
-  if (!cluster.server) throw new Error(`kubeconfig ${path}: cluster ${JSON.stringify(cluster.name)} has no server`);
+  if (!cluster.server)
+    throw new Error(`kubeconfig ${path}: cluster ${JSON.stringify(cluster.name)} has no server`);
   try {
     new URL(cluster.server);
   } catch {
@@ -71,6 +73,9 @@ export class ClientNodeApi implements KubeApi {
   private readonly limiter: TokenBucket;
   private readonly timeoutMs: number;
   private readonly clock: Clock;
+  /** One keep-alive agent for the current credentials (client-node makes a new agent, so a new TLS
+   * connection, for every request). */
+  private agent?: { agent: HttpsAgent; options: AgentOptions };
 
   constructor(
     readonly kubeConfig: k8s.KubeConfig,
@@ -89,6 +94,25 @@ export class ClientNodeApi implements KubeApi {
   /** Releases requests waiting for the rate limiter (shutdown). */
   close(): void {
     this.limiter.close();
+    this.agent?.agent.destroy();
+    this.agent = undefined;
+  }
+
+  /**
+   * The keep-alive agent for the TLS options client-node just applied to a request; a new one when they
+   * changed (an exec credential plugin rotated the client certificate, say).
+   */
+  private keepAlive(fresh: unknown): HttpsAgent | undefined {
+    if (!(fresh instanceof HttpsAgent) || this.kubeConfig.getCurrentCluster()?.proxyUrl) return undefined;
+    const options = fresh.options;
+    const same = (a: AgentOptions, b: AgentOptions) =>
+      (['ca', 'cert', 'key', 'pfx', 'passphrase', 'rejectUnauthorized', 'servername'] as const).every(
+        (k) => String(a[k] ?? '') === String(b[k] ?? ''),
+      );
+    if (!this.agent || !same(this.agent.options, options)) {
+      this.agent = { agent: new HttpsAgent({ ...options, keepAlive: true, maxSockets: 16 }), options };
+    }
+    return this.agent.agent;
   }
 
   getNode(name: string): Promise<Node> {
@@ -96,7 +120,9 @@ export class ClientNodeApi implements KubeApi {
   }
 
   createNode(node: Node): Promise<Node> {
-    return this.call(`create node ${node.metadata?.name}`, (o) => this.core.createNode({ body: node as any }, o));
+    return this.call(`create node ${node.metadata?.name}`, (o) =>
+      this.core.createNode({ body: node as any }, o),
+    );
   }
 
   patchNode(name: string, patch: object): Promise<Node> {
@@ -104,7 +130,11 @@ export class ClientNodeApi implements KubeApi {
   }
 
   patchNodeStatus(name: string, patch: object): Promise<Node> {
-    return this.call(`patch node ${name} status`, (o) => this.core.patchNodeStatus({ name, body: patch }, o), merge);
+    return this.call(
+      `patch node ${name} status`,
+      (o) => this.core.patchNodeStatus({ name, body: patch }, o),
+      merge,
+    );
   }
 
   getLease(namespace: string, name: string): Promise<Lease> {
@@ -128,7 +158,10 @@ export class ClientNodeApi implements KubeApi {
   }
 
   async listPods(fieldSelector: string): Promise<PodListResult> {
-    const list = await this.call<{ items?: Pod[]; metadata?: { resourceVersion?: string } }>('list pods', (o) => this.core.listPodForAllNamespaces({ fieldSelector }, o));
+    const list = await this.call<{ items?: Pod[]; metadata?: { resourceVersion?: string } }>(
+      'list pods',
+      (o) => this.core.listPodForAllNamespaces({ fieldSelector }, o),
+    );
     return { items: (list.items ?? []) as Pod[], resourceVersion: list.metadata?.resourceVersion ?? '' };
   }
 
@@ -170,7 +203,9 @@ export class ClientNodeApi implements KubeApi {
   }
 
   getPod(namespace: string, name: string): Promise<Pod> {
-    return this.call(`get pod ${namespace}/${name}`, (o) => this.core.readNamespacedPod({ namespace, name }, o));
+    return this.call(`get pod ${namespace}/${name}`, (o) =>
+      this.core.readNamespacedPod({ namespace, name }, o),
+    );
   }
 
   createPod(pod: Pod): Promise<Pod> {
@@ -197,7 +232,10 @@ export class ClientNodeApi implements KubeApi {
     if (options.gracePeriodSeconds !== undefined) body.gracePeriodSeconds = options.gracePeriodSeconds;
     if (options.uid) body.preconditions = { uid: options.uid };
     await this.call(`delete pod ${namespace}/${name}`, (o) =>
-      this.core.deleteNamespacedPod({ namespace, name, body, gracePeriodSeconds: options.gracePeriodSeconds }, o),
+      this.core.deleteNamespacedPod(
+        { namespace, name, body, gracePeriodSeconds: options.gracePeriodSeconds },
+        o,
+      ),
     );
   }
 
@@ -244,6 +282,8 @@ export class ClientNodeApi implements KubeApi {
           // client-node's object API runs middleware as its own Observable stub.
           pre: (ctx: k8s.RequestContext) => {
             if (contentType !== json) ctx.setHeaderParam('Content-Type', contentType);
+            const agent = this.keepAlive(ctx.getAgent());
+            if (agent) ctx.setAgent(agent);
             ctx.setSignal(AbortSignal.timeout(this.timeoutMs));
             return new k8s.Observable(Promise.resolve(ctx));
           },
@@ -253,7 +293,10 @@ export class ClientNodeApi implements KubeApi {
       middlewareMergeStrategy: 'append',
     };
     try {
-      return toWire(await this.clock.track(request(options))) as T;
+      const response = request(options);
+      // Tracked as a promise that never rejects: a rejection of the tracked copy would go unhandled.
+      await this.clock.track(response.then(noop, noop));
+      return toWire(await response) as T;
     } catch (err) {
       throw toApiError(err, this.server, what);
     }
@@ -261,6 +304,7 @@ export class ClientNodeApi implements KubeApi {
 }
 
 const json = 'application/json';
+const noop = () => undefined;
 const merge = 'application/merge-patch+json';
 
 /** A client-node model (Dates, class instances) as plain JSON, the way the API server sent it. */

@@ -7,7 +7,15 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
-import { type Clock, createLogger, EventBus, type Logger, MemorySink, RealClock } from '@nodelet/kernel';
+import {
+  type Clock,
+  createLogger,
+  EventBus,
+  type Logger,
+  MemorySink,
+  RealClock,
+  VirtualClock,
+} from '@nodelet/kernel';
 import { FakeRuntime } from '@nodelet/runtime-fake';
 import { applyStaticPodDefaults } from '../config/index.js';
 import { Kubelet } from '../kubelet.js';
@@ -24,7 +32,8 @@ interface ControlPlaneLike {
 const specifier = '@nodelet/controlplane';
 let ControlPlaneClass: (new (o: object) => ControlPlaneLike) | undefined;
 try {
-  ControlPlaneClass = ((await import(specifier)) as { ControlPlane?: new (o: object) => ControlPlaneLike }).ControlPlane;
+  ControlPlaneClass = ((await import(specifier)) as { ControlPlane?: new (o: object) => ControlPlaneLike })
+    .ControlPlane;
 } catch {
   ControlPlaneClass = undefined;
 }
@@ -41,7 +50,10 @@ interface Env {
   kubectl(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }>;
 }
 
-async function startControlPlane(dataDir = mkdtempSync(join(tmpdir(), 'nodelet-cp-')), port = 0): Promise<Env> {
+async function startControlPlane(
+  dataDir = mkdtempSync(join(tmpdir(), 'nodelet-cp-')),
+  port = 0,
+): Promise<Env> {
   const clock = new RealClock();
   const logs = new MemorySink();
   const logger = createLogger({ sink: logs.sink, level: 'debug' });
@@ -110,7 +122,11 @@ function makeKubelet(
 }
 
 /** Polls `fn` until it returns a truthy value (real time, bounded). */
-async function until<T>(what: string, fn: () => Promise<T | undefined | false>, timeoutMs = 10_000): Promise<T> {
+async function until<T>(
+  what: string,
+  fn: () => Promise<T | undefined | false>,
+  timeoutMs = 10_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -120,7 +136,8 @@ async function until<T>(what: string, fn: () => Promise<T | undefined | false>, 
     } catch (err) {
       last = err;
     }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
     await new Promise((r) => setTimeout(r, 50));
   }
 }
@@ -169,158 +186,192 @@ cpTest('joins nodelet up: node Ready, lease renewed, a pod runs with its IP, kub
   }
 });
 
-cpTest('kubectl delete: the pod is terminated gracefully, then gone; a static pod shows as a mirror pod', async (t) => {
-  const env = await startControlPlane();
-  const node = makeKubelet(env, await env.cp.nodeKubeconfig('node1'));
-  try {
-    node.statics.set([staticPodFor('etcd', 'node1')]);
-    await node.kubelet.start();
-    await env.core.createNamespacedPod({
-      namespace: 'default',
-      body: podBody('slow', { terminationGracePeriodSeconds: 2 }) as k8s.V1Pod,
-    });
-    // The fake container ignores SIGTERM: it is killed when the grace period ends.
-    node.runtime.script((c) => c.podName === 'slow', { ignoreStop: true });
-    await until('slow Running', async () => {
-      const p = await env.core.readNamespacedPod({ namespace: 'default', name: 'slow' });
-      return p.status?.phase === 'Running';
-    });
-    const started = Date.now();
-    const del = await env.kubectl('delete', 'pod', 'slow', '--timeout=30s');
-    const took = Date.now() - started;
-    t.is(del.code, 0, del.stderr);
-    t.regex(del.stdout, /pod "slow" deleted/);
-    t.log(`kubectl delete returned after ${took} ms (grace 2 s)`);
-    t.true(took >= 1_800, 'waited for the grace period');
-    const gone = await env.kubectl('get', 'pod', 'slow');
-    t.regex(gone.stderr, /NotFound|not found/);
-    t.is(node.runtime.counts().containers, 1, 'only the static pod is left');
+cpTest(
+  'kubectl delete: the pod is terminated gracefully, then gone; a static pod shows as a mirror pod',
+  async (t) => {
+    const env = await startControlPlane();
+    const node = makeKubelet(env, await env.cp.nodeKubeconfig('node1'));
+    try {
+      node.statics.set([staticPodFor('etcd', 'node1')]);
+      await node.kubelet.start();
+      await env.core.createNamespacedPod({
+        namespace: 'default',
+        body: podBody('slow', { terminationGracePeriodSeconds: 2 }) as k8s.V1Pod,
+      });
+      // The fake container ignores SIGTERM: it is killed when the grace period ends.
+      node.runtime.script((c) => c.podName === 'slow', { ignoreStop: true });
+      await until('slow Running', async () => {
+        const p = await env.core.readNamespacedPod({ namespace: 'default', name: 'slow' });
+        return p.status?.phase === 'Running';
+      });
+      const started = Date.now();
+      const del = await env.kubectl('delete', 'pod', 'slow', '--timeout=30s');
+      const took = Date.now() - started;
+      t.is(del.code, 0, del.stderr);
+      t.regex(del.stdout, /pod "slow" deleted/);
+      t.log(`kubectl delete returned after ${took} ms (grace 2 s)`);
+      t.true(took >= 1_800, 'waited for the grace period');
+      const gone = await env.kubectl('get', 'pod', 'slow');
+      t.regex(gone.stderr, /NotFound|not found/);
+      t.is(node.runtime.counts().containers, 1, 'only the static pod is left');
 
-    const mirror = await until('mirror pod', async () => {
-      const p = await env.core.readNamespacedPod({ namespace: 'kube-system', name: 'etcd-node1' });
-      return p.status?.phase === 'Running' ? p : undefined;
-    });
-    t.truthy(mirror.metadata?.annotations?.['kubernetes.io/config.mirror']);
-    t.is(mirror.metadata?.ownerReferences?.[0]?.kind, 'Node');
-    const list = await env.kubectl('get', 'pods', '-n', 'kube-system');
-    t.regex(list.stdout, /etcd-node1\s+1\/1\s+Running/);
-    // Deleting the mirror pod does not stop the static pod; the mirror comes back.
-    const creates = node.creates();
-    await env.kubectl('delete', 'pod', '-n', 'kube-system', 'etcd-node1', '--wait=false');
-    await until('mirror re-created', async () => {
-      const p = await env.core.readNamespacedPod({ namespace: 'kube-system', name: 'etcd-node1' });
-      return p.metadata?.uid !== mirror.metadata?.uid && !p.metadata?.deletionTimestamp;
-    });
-    t.is(node.creates(), creates, 'the static pod kept running');
-  } finally {
-    await node.kubelet.stop();
-    await env.cp.stop();
-  }
-});
+      const mirror = await until('mirror pod', async () => {
+        const p = await env.core.readNamespacedPod({ namespace: 'kube-system', name: 'etcd-node1' });
+        return p.status?.phase === 'Running' ? p : undefined;
+      });
+      t.truthy(mirror.metadata?.annotations?.['kubernetes.io/config.mirror']);
+      t.is(mirror.metadata?.ownerReferences?.[0]?.kind, 'Node');
+      const list = await env.kubectl('get', 'pods', '-n', 'kube-system');
+      t.regex(list.stdout, /etcd-node1\s+1\/1\s+Running/);
+      // Deleting the mirror pod does not stop the static pod; the mirror comes back.
+      const creates = node.creates();
+      await env.kubectl('delete', 'pod', '-n', 'kube-system', 'etcd-node1', '--wait=false');
+      await until('mirror re-created', async () => {
+        const p = await env.core.readNamespacedPod({ namespace: 'kube-system', name: 'etcd-node1' });
+        return p.metadata?.uid !== mirror.metadata?.uid && !p.metadata?.deletionTimestamp;
+      });
+      t.is(node.creates(), creates, 'the static pod kept running');
+    } finally {
+      await node.kubelet.stop();
+      await env.cp.stop();
+    }
+  },
+);
 
-cpTest('a pod the node cannot admit is Failed with OutOfcpu; the kubelet keeps running the others', async (t) => {
-  const env = await startControlPlane();
-  const node = makeKubelet(env, await env.cp.nodeKubeconfig('node1'));
-  try {
-    await node.kubelet.start();
-    await until('node registered', () => env.core.readNode({ name: 'node1' }));
-    const big = apiPod('big', {
-      containers: [{ name: 'main', image: 'busybox:1.36', resources: { requests: { cpu: '100' } } }],
-    });
-    await env.core.createNamespacedPod({ namespace: 'default', body: big as k8s.V1Pod }); // bound: no scheduler
-    const failed = await until('big Failed', async () => {
-      const p = await env.core.readNamespacedPod({ namespace: 'default', name: 'big' });
-      return p.status?.phase === 'Failed' ? p : undefined;
-    });
-    t.is(failed.status?.reason, 'OutOfcpu');
-    t.is(failed.status?.message, "Pod was rejected: Node didn't have enough resource: cpu, requested: 100000, used: 0, capacity: 8000");
-    const get = await env.kubectl('get', 'pod', 'big');
-    t.regex(get.stdout, /big\s+0\/1\s+OutOfcpu/);
-    await env.core.createNamespacedPod({ namespace: 'default', body: podBody('small') });
-    await until('small Running', async () => {
-      const p = await env.core.readNamespacedPod({ namespace: 'default', name: 'small' });
-      return p.status?.phase === 'Running';
-    });
-    const events = await env.kubectl('get', 'events', '--field-selector', 'involvedObject.name=big');
-    t.regex(events.stdout, /Warning\s+OutOfcpu\s+pod\/big/);
-    t.is(node.runtime.counts().running, 1);
-  } finally {
-    await node.kubelet.stop();
-    await env.cp.stop();
-  }
-});
+cpTest(
+  'a pod the node cannot admit is Failed with OutOfcpu; the kubelet keeps running the others',
+  async (t) => {
+    const env = await startControlPlane();
+    const node = makeKubelet(env, await env.cp.nodeKubeconfig('node1'));
+    try {
+      await node.kubelet.start();
+      await until('node registered', () => env.core.readNode({ name: 'node1' }));
+      const big = apiPod('big', {
+        containers: [{ name: 'main', image: 'busybox:1.36', resources: { requests: { cpu: '100' } } }],
+      });
+      await env.core.createNamespacedPod({ namespace: 'default', body: big as k8s.V1Pod }); // bound: no scheduler
+      const failed = await until('big Failed', async () => {
+        const p = await env.core.readNamespacedPod({ namespace: 'default', name: 'big' });
+        return p.status?.phase === 'Failed' ? p : undefined;
+      });
+      t.is(failed.status?.reason, 'OutOfcpu');
+      t.is(
+        failed.status?.message,
+        "Pod was rejected: Node didn't have enough resource: cpu, requested: 100000, used: 0, capacity: 8000",
+      );
+      const get = await env.kubectl('get', 'pod', 'big');
+      t.regex(get.stdout, /big\s+0\/1\s+OutOfcpu/);
+      await env.core.createNamespacedPod({ namespace: 'default', body: podBody('small') });
+      await until('small Running', async () => {
+        const p = await env.core.readNamespacedPod({ namespace: 'default', name: 'small' });
+        return p.status?.phase === 'Running';
+      });
+      const events = await env.kubectl('get', 'events', '--field-selector', 'involvedObject.name=big');
+      t.regex(events.stdout, /Warning\s+OutOfcpu\s+pod\/big/);
+      t.is(node.runtime.counts().running, 1);
+    } finally {
+      await node.kubelet.stop();
+      await env.cp.stop();
+    }
+  },
+);
 
-cpTest('kill and restart the kubelet with 20 pods: 0 containers recreated, statuses correct within 5 s', async (t) => {
-  const env = await startControlPlane();
-  const kubeconfig = await env.cp.nodeKubeconfig('node1');
-  const first = makeKubelet(env, kubeconfig);
-  let second: Node | undefined;
-  try {
-    await first.kubelet.start();
-    for (let i = 0; i < 20; i++) await env.core.createNamespacedPod({ namespace: 'default', body: podBody(`p-${i}`) });
-    await until('20 Running', async () => {
-      const list = await env.core.listNamespacedPod({ namespace: 'default' });
-      return list.items.filter((p) => p.status?.phase === 'Running').length === 20;
-    }, 30_000);
-    await first.kubelet.stop(); // "kill": the pods stay in the runtime
-    // A container dies while no kubelet runs: the new kubelet must report it (and restart it, as any
-    // kubelet would for restartPolicy Always) — nothing else is recreated.
-    second = makeKubelet(env, kubeconfig, { runtime: first.runtime });
-    const restarted = Date.now();
-    await second.kubelet.start();
-    await until('statuses current', async () => {
-      const list = await env.core.listNamespacedPod({ namespace: 'default' });
-      return list.items.every((p) => p.status?.phase === 'Running' && p.status.containerStatuses?.[0]?.ready);
-    }, 5_000);
-    t.log(`statuses current ${Date.now() - restarted} ms after the restart`);
-    await new Promise((r) => setTimeout(r, 3_000)); // a few PLEG relists and syncs
-    t.is(second.creates(), 0, 'no container recreated');
-    t.is(second.runtime.counts().running, 20);
-  } finally {
-    await second?.kubelet.stop();
-    await env.cp.stop();
-  }
-});
+cpTest(
+  'kill and restart the kubelet with 20 pods: 0 containers recreated, statuses correct within 5 s',
+  async (t) => {
+    const env = await startControlPlane();
+    const kubeconfig = await env.cp.nodeKubeconfig('node1');
+    const first = makeKubelet(env, kubeconfig);
+    let second: Node | undefined;
+    try {
+      await first.kubelet.start();
+      for (let i = 0; i < 20; i++)
+        await env.core.createNamespacedPod({ namespace: 'default', body: podBody(`p-${i}`) });
+      await until(
+        '20 Running',
+        async () => {
+          const list = await env.core.listNamespacedPod({ namespace: 'default' });
+          return list.items.filter((p) => p.status?.phase === 'Running').length === 20;
+        },
+        30_000,
+      );
+      await first.kubelet.stop(); // "kill": the pods stay in the runtime
+      second = makeKubelet(env, kubeconfig, { runtime: first.runtime });
+      const restarted = Date.now();
+      await second.kubelet.start();
+      await until(
+        'statuses current',
+        async () => {
+          const local = new Map(second!.kubelet.podList().items.map((p) => [p.metadata!.uid!, p.status]));
+          if (local.size !== 20) return false;
+          const list = await env.core.listNamespacedPod({ namespace: 'default' });
+          return list.items.every((p) => {
+            const ours = local.get(p.metadata!.uid!);
+            return (
+              p.status?.phase === 'Running' &&
+              ours?.phase === 'Running' &&
+              p.status.containerStatuses?.[0]?.containerID === ours.containerStatuses?.[0]?.containerID
+            );
+          });
+        },
+        5_000,
+      );
+      t.log(`statuses current ${Date.now() - restarted} ms after the restart`);
+      await new Promise((r) => setTimeout(r, 3_000)); // a few PLEG relists and syncs
+      t.is(second.creates(), 0, 'no container recreated');
+      t.is(second.runtime.counts().running, 20);
+    } finally {
+      await second?.kubelet.stop();
+      await env.cp.stop();
+    }
+  },
+);
 
-cpTest('bad input: an unreachable server, a kubeconfig that does not parse — clear messages, static pods keep running', async (t) => {
-  const env = await startControlPlane();
-  try {
-    const dir = mkdtempSync(join(tmpdir(), 'nodelet-badkc-'));
-    const unreachable = join(dir, 'unreachable');
-    writeFileSync(
-      unreachable,
-      [
-        'apiVersion: v1',
-        'kind: Config',
-        'clusters: [{name: c, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]',
-        'users: [{name: u, user: {token: abc}}]',
-        'contexts: [{name: x, context: {cluster: c, user: u}}]',
-        'current-context: x',
-      ].join('\n'),
-    );
-    const a = makeKubelet(env, unreachable);
-    a.statics.set([staticPodFor('etcd', 'node1')]);
-    await a.kubelet.start();
-    await until('static pod running', async () => a.runtime.counts().running === 1);
-    await until('registration error logged', async () => a.logs.find('Unable to register node').length > 0);
-    const line = a.logs.lines().find((l) => l.includes('Unable to register node'))!;
-    t.regex(line, /the API server at https:\/\/127\.0\.0\.1:1 is unreachable: .*ECONNREFUSED/);
-    t.is(a.runtime.counts().running, 1);
-    await a.kubelet.stop();
+cpTest(
+  'bad input: an unreachable server, a kubeconfig that does not parse — clear messages, static pods keep running',
+  async (t) => {
+    const env = await startControlPlane();
+    try {
+      const dir = mkdtempSync(join(tmpdir(), 'nodelet-badkc-'));
+      const unreachable = join(dir, 'unreachable');
+      writeFileSync(
+        unreachable,
+        [
+          'apiVersion: v1',
+          'kind: Config',
+          'clusters: [{name: c, cluster: {server: "https://127.0.0.1:1", insecure-skip-tls-verify: true}}]',
+          'users: [{name: u, user: {token: abc}}]',
+          'contexts: [{name: x, context: {cluster: c, user: u}}]',
+          'current-context: x',
+        ].join('\n'),
+      );
+      const a = makeKubelet(env, unreachable);
+      a.statics.set([staticPodFor('etcd', 'node1')]);
+      await a.kubelet.start();
+      await until('static pod running', async () => a.runtime.counts().running === 1);
+      await until('registration error logged', async () => a.logs.find('Unable to register node').length > 0);
+      const line = a.logs.lines().find((l) => l.includes('Unable to register node'))!;
+      t.regex(line, /the API server at https:\/\/127\.0\.0\.1:1 is unreachable: .*ECONNREFUSED/);
+      t.is(a.runtime.counts().running, 1);
+      await a.kubelet.stop();
 
-    const garbled = join(dir, 'garbled');
-    writeFileSync(garbled, 'clusters: [this is: not yaml\n');
-    const b = makeKubelet(env, garbled);
-    b.statics.set([staticPodFor('etcd', 'node1')]);
-    await b.kubelet.start();
-    await until('static pod running', async () => b.runtime.counts().running === 1);
-    await until('kubeconfig error logged', async () => b.logs.find('Cannot connect to the API server').length > 0);
-    t.regex(b.logs.lines('error').join('\n'), /kubeconfig .*garbled could not be loaded: /);
-    await b.kubelet.stop();
-  } finally {
-    await env.cp.stop();
-  }
-});
+      const garbled = join(dir, 'garbled');
+      writeFileSync(garbled, 'clusters: [this is: not yaml\n');
+      const b = makeKubelet(env, garbled);
+      b.statics.set([staticPodFor('etcd', 'node1')]);
+      await b.kubelet.start();
+      await until('static pod running', async () => b.runtime.counts().running === 1);
+      await until(
+        'kubeconfig error logged',
+        async () => b.logs.find('Cannot connect to the API server').length > 0,
+      );
+      t.regex(b.logs.lines('error').join('\n'), /kubeconfig .*garbled could not be loaded: /);
+      await b.kubelet.stop();
+    } finally {
+      await env.cp.stop();
+    }
+  },
+);
 
 function staticPodFor(name: string, nodeName: string) {
   return applyStaticPodDefaults(
@@ -332,4 +383,98 @@ function staticPodFor(name: string, nodeName: string) {
     },
     { source: 'file', origin: `/manifests/${name}.yaml`, nodeName, now: Date.now() },
   );
+}
+
+/**
+ * Advances virtual time in steps, giving real I/O (HTTPS to the control plane, its watches) a few real
+ * milliseconds per step, until `done` holds; returns the virtual milliseconds it took.
+ */
+async function advanceUntil(
+  clock: VirtualClock,
+  done: () => Promise<boolean> | boolean,
+  maxMs: number,
+  stepMs = 100,
+): Promise<number> {
+  const start = clock.elapsed();
+  for (;;) {
+    if (await done()) return clock.elapsed() - start;
+    if (clock.elapsed() - start >= maxMs) throw new Error(`not within ${maxMs} ms of virtual time`);
+    await clock.advance(stepMs);
+    await new Promise((r) => setTimeout(r, 3));
+  }
+}
+
+cpTest(
+  'control plane down for 2 min (virtual time) with 20 pods: no restarts, statuses correct within 10 s after',
+  async (t) => {
+    const clock = new VirtualClock(Date.now());
+    const dataDir = mkdtempSync(join(tmpdir(), 'nodelet-cp-'));
+    const logs = new MemorySink();
+    const logger = createLogger({ sink: logs.sink, level: 'info' });
+    let cp = new ControlPlaneClass!({ dataDir, clock, logger: logger.child('cp'), port: 0 });
+    await cp.start();
+    const port = Number(new URL(cp.url).port);
+    const env = { ...(await adminClients(cp, dataDir)), clock, logger, logs } as unknown as Env;
+    const node = makeKubelet(env, await cp.nodeKubeconfig('node1'));
+    try {
+      await node.kubelet.start();
+      for (let i = 0; i < 15; i++)
+        await env.core.createNamespacedPod({ namespace: 'default', body: podBody(`web-${i}`) });
+      for (let i = 0; i < 5; i++) {
+        await env.core.createNamespacedPod({
+          namespace: 'default',
+          body: podBody(`job-${i}`, { restartPolicy: 'Never' }) as k8s.V1Pod,
+        });
+      }
+      node.runtime.script((c) => c.podName.startsWith('job-'), 'exitAfter=60s,exitCode=0');
+      const phases = async () => {
+        const list = await env.core.listNamespacedPod({ namespace: 'default' });
+        return list.items.map((p) => p.status?.phase);
+      };
+      await advanceUntil(
+        clock,
+        async () => (await phases()).filter((p) => p === 'Running').length === 20,
+        30_000,
+      );
+      const creates = node.creates();
+
+      await cp.stop();
+      await advanceUntil(clock, () => false, 120_000, 1_000).catch(() => undefined);
+      t.is(node.creates(), creates, 'no container restarted while the API server was away');
+      t.is(node.runtime.counts().running, 15, 'the web pods run; the jobs finished at 60 s');
+      t.true(node.kubelet.nodeAgent!.syncer!.pending <= 20, 'bounded: one pending status per pod at most');
+
+      cp = new ControlPlaneClass!({ dataDir, clock, logger: logger.child('cp'), port });
+      await cp.start();
+      Object.assign(env, await adminClients(cp, dataDir));
+      const ms = await advanceUntil(
+        clock,
+        async () => {
+          const p = await phases().catch(() => []);
+          return (
+            p.filter((x) => x === 'Succeeded').length === 5 && p.filter((x) => x === 'Running').length === 15
+          );
+        },
+        10_000,
+      );
+      t.log(`statuses correct ${ms} ms (virtual) after the API server returned`);
+      t.is(node.creates(), creates);
+      const n = await env.core.readNode({ name: 'node1' });
+      t.is(n.status?.conditions?.find((c) => c.type === 'Ready')?.status, 'True');
+    } finally {
+      await node.kubelet.stop();
+      await cp.stop();
+    }
+  },
+);
+
+async function adminClients(cp: ControlPlaneLike, dataDir: string) {
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(cp.kubeconfigPath);
+  return {
+    cp,
+    dataDir,
+    core: kc.makeApiClient(k8s.CoreV1Api),
+    coordination: kc.makeApiClient(k8s.CoordinationV1Api),
+  };
 }

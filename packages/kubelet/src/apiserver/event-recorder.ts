@@ -137,8 +137,10 @@ export class EventRecorder {
       trim(this.similar);
     }
     similar.messages.add(message);
-    const text = similar.messages.size > aggregateMaxEvents ? `(combined from similar events): ${message}` : message;
-    const key = similar.messages.size > aggregateMaxEvents ? `${similarKey}/(combined)` : `${similarKey}/${message}`;
+    const text =
+      similar.messages.size > aggregateMaxEvents ? `(combined from similar events): ${message}` : message;
+    const key =
+      similar.messages.size > aggregateMaxEvents ? `${similarKey}/(combined)` : `${similarKey}/${message}`;
 
     const stamp = rfc3339Seconds(now);
     const namespace = ref.namespace || 'default';

@@ -55,14 +55,18 @@ export class FakeKubeApi implements KubeApi {
 
   set down(value: boolean) {
     this.isDown = value;
-    if (value) for (const w of [...this.watchers]) w.finish(new ApiError(0, 'Unavailable', 'connection reset'));
+    if (value)
+      for (const w of [...this.watchers]) w.finish(new ApiError(0, 'Unavailable', 'connection reset'));
   }
 
   /** Makes resource versions older than the current one unusable for watches (410 Gone). */
   compact(): void {
     this.compactedBelow = this.rv;
     for (const w of [...this.watchers]) {
-      w.onEvent({ type: 'ERROR', object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old' } });
+      w.onEvent({
+        type: 'ERROR',
+        object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old' },
+      });
       w.finish(undefined);
     }
   }
@@ -126,7 +130,11 @@ export class FakeKubeApi implements KubeApi {
     this.enter('update', `lease/${key}`, lease);
     const current = this.must(this.leases, key, 'leases.coordination.k8s.io');
     if (lease.metadata?.resourceVersion !== current.metadata?.resourceVersion) {
-      throw new ApiError(409, 'Conflict', `Operation cannot be fulfilled on leases "${lease.metadata!.name}"`);
+      throw new ApiError(
+        409,
+        'Conflict',
+        `Operation cannot be fulfilled on leases "${lease.metadata!.name}"`,
+      );
     }
     const stored = this.stamp(clone(lease));
     this.leases.set(key, stored);
@@ -172,7 +180,10 @@ export class FakeKubeApi implements KubeApi {
   /** Sends a bookmark to every watcher. */
   bookmark(): void {
     for (const w of this.watchers) {
-      w.onEvent({ type: 'BOOKMARK', object: { kind: 'Pod', metadata: { resourceVersion: String(this.rv) } } });
+      w.onEvent({
+        type: 'BOOKMARK',
+        object: { kind: 'Pod', metadata: { resourceVersion: String(this.rv) } },
+      });
     }
   }
 
@@ -210,7 +221,11 @@ export class FakeKubeApi implements KubeApi {
     const pod = this.must(this.pods, key, 'pods');
     const uid = (patch as Pod).metadata?.uid;
     if (uid && uid !== pod.metadata?.uid) {
-      throw new ApiError(409, 'Conflict', `Precondition failed: UID in precondition: ${uid}, UID in object meta: ${pod.metadata?.uid}`);
+      throw new ApiError(
+        409,
+        'Conflict',
+        `Precondition failed: UID in precondition: ${uid}, UID in object meta: ${pod.metadata?.uid}`,
+      );
     }
     const next = this.stamp({ ...pod, status: mergePatch(pod.status ?? {}, (patch as Pod).status ?? {}) });
     this.pods.set(key, next);
@@ -227,7 +242,11 @@ export class FakeKubeApi implements KubeApi {
     this.enter('delete', `pod/${key}`, options);
     const pod = this.must(this.pods, key, 'pods');
     if (options.uid && options.uid !== pod.metadata?.uid) {
-      throw new ApiError(409, 'Conflict', `Precondition failed: UID in precondition: ${options.uid}, UID in object meta: ${pod.metadata?.uid}`);
+      throw new ApiError(
+        409,
+        'Conflict',
+        `Precondition failed: UID in precondition: ${options.uid}, UID in object meta: ${pod.metadata?.uid}`,
+      );
     }
     const grace = options.gracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
     // As the API server: a pod bound to a node is deleted gracefully (the kubelet confirms with grace 0).

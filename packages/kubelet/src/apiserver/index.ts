@@ -1,5 +1,6 @@
 export * from './kube-api.js';
-export * from './client-node-api.js';
+// client-node-api.js (ClientNodeApi, loadKubeConfig) is loaded on demand: see kubeconfig.ts.
+export * from './kubeconfig.js';
 export * from './rate-limiter.js';
 export * from './merge-patch.js';
 export * from './node-status.js';
@@ -11,5 +12,5 @@ export * from './status-sync.js';
 export * from './mirror-pods.js';
 export * from './event-recorder.js';
 export * from './pod-event-source.js';
-export * from './bootstrap.js';
+export { KubeletClientSigner, type BootstrapOptions } from './bootstrap.js';
 export * from './node-agent.js';

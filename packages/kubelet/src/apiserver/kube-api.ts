@@ -62,7 +62,11 @@ export interface KubeApi {
   /** A JSON merge patch of `pods/<name>/status`. */
   patchPodStatus(namespace: string, name: string, patch: object): Promise<Pod>;
   /** Deletes a pod; `uid` is a precondition (409 Conflict when the pod there now has another UID). */
-  deletePod(namespace: string, name: string, options: { gracePeriodSeconds?: number; uid?: string }): Promise<void>;
+  deletePod(
+    namespace: string,
+    name: string,
+    options: { gracePeriodSeconds?: number; uid?: string },
+  ): Promise<void>;
 
   createEvent(event: CoreEvent): Promise<CoreEvent>;
   /** A JSON merge patch of an event (its count and last timestamp, when a repeat is aggregated). */
@@ -92,7 +96,8 @@ export const isAlreadyExists = (err: unknown) =>
   err instanceof ApiError && err.code === 409 && err.reason === 'AlreadyExists';
 export const isConflict = (err: unknown) =>
   err instanceof ApiError && err.code === 409 && err.reason !== 'AlreadyExists';
-export const isGone = (err: unknown) => err instanceof ApiError && (err.code === 410 || err.reason === 'Expired');
+export const isGone = (err: unknown) =>
+  err instanceof ApiError && (err.code === 410 || err.reason === 'Expired');
 /** The server was unreachable, timed out, or is failing (5xx, 429): retry later, the request may succeed. */
 export const isTransient = (err: unknown) =>
   !(err instanceof ApiError) || err.code === 0 || err.code === 429 || err.code >= 500;

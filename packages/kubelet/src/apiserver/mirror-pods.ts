@@ -1,9 +1,4 @@
-import {
-  ConfigHashAnnotation,
-  ConfigMirrorAnnotation,
-  ConfigSourceAnnotation,
-  type Pod,
-} from '@nodelet/api';
+import { ConfigHashAnnotation, ConfigMirrorAnnotation, ConfigSourceAnnotation, type Pod } from '@nodelet/api';
 import { type Clock, errorMessage, type Logger } from '@nodelet/kernel';
 import { isAlreadyExists, isConflict, isNotFound, type KubeApi, type Node } from './kube-api.js';
 import { isMirrorPod } from './api-source.js';
@@ -37,6 +32,7 @@ export class MirrorPodManager {
   private cancelTimer?: () => void;
   private running = false;
   private queued = false;
+  private again = false;
   private passing?: Promise<void>;
   created = 0;
   deleted = 0;
@@ -90,7 +86,7 @@ export class MirrorPodManager {
   async pass(): Promise<void> {
     if (!this.running || !this.node?.metadata?.uid || !this.sources.ready()) return;
     if (this.passing) {
-      this.trigger();
+      this.again = true; // once the current pass is done
       return;
     }
     const work: Promise<void>[] = [];
@@ -113,12 +109,15 @@ export class MirrorPodManager {
       }
       const stale =
         existing &&
-        (existing.metadata?.annotations?.[ConfigMirrorAnnotation] !== hash || !!existing.metadata?.deletionTimestamp);
+        (existing.metadata?.annotations?.[ConfigMirrorAnnotation] !== hash ||
+          !!existing.metadata?.deletionTimestamp);
       if (existing && !stale) continue;
-      work.push(this.run(key, async () => {
-        if (existing) await this.deleteMirror(existing);
-        await this.createMirror(pod, hash);
-      }));
+      work.push(
+        this.run(key, async () => {
+          if (existing) await this.deleteMirror(existing);
+          await this.createMirror(pod, hash);
+        }),
+      );
     }
     for (const [key, pod] of apiPods) {
       if (!isMirrorPod(pod) || wanted.has(key) || this.busy.has(key)) continue;
@@ -130,6 +129,10 @@ export class MirrorPodManager {
       await this.passing;
     } finally {
       this.passing = undefined;
+      if (this.again) {
+        this.again = false;
+        this.trigger();
+      }
     }
   }
 
@@ -146,7 +149,10 @@ export class MirrorPodManager {
 
   private async createMirror(pod: Pod, hash: string): Promise<void> {
     const node = this.node!;
-    const annotations: Record<string, string> = { ...pod.metadata?.annotations, [ConfigMirrorAnnotation]: hash };
+    const annotations: Record<string, string> = {
+      ...pod.metadata?.annotations,
+      [ConfigMirrorAnnotation]: hash,
+    };
     annotations[ConfigSourceAnnotation] ??= 'file';
     const mirror: Pod = {
       apiVersion: 'v1',
@@ -157,7 +163,13 @@ export class MirrorPodManager {
         labels: { ...pod.metadata?.labels },
         annotations,
         ownerReferences: [
-          { apiVersion: 'v1', kind: 'Node', name: node.metadata!.name!, uid: node.metadata!.uid!, controller: true },
+          {
+            apiVersion: 'v1',
+            kind: 'Node',
+            name: node.metadata!.name!,
+            uid: node.metadata!.uid!,
+            controller: true,
+          },
         ],
       },
       spec: { ...structuredClone(pod.spec!), nodeName: this.options.nodeName },
@@ -165,14 +177,20 @@ export class MirrorPodManager {
     try {
       await this.api.createPod(mirror);
       this.created++;
-      this.logger.info('Created mirror pod', { pod: `${mirror.metadata!.namespace}/${mirror.metadata!.name}` });
+      this.logger.info('Created mirror pod', {
+        pod: `${mirror.metadata!.namespace}/${mirror.metadata!.name}`,
+      });
     } catch (err) {
       if (!isAlreadyExists(err)) throw err; // the old one is still going away: the next pass retries
     }
   }
 
   private async deleteMirror(pod: Pod): Promise<void> {
-    const { namespace = 'default', name, uid } = pod.metadata as { namespace?: string; name: string; uid: string };
+    const {
+      namespace = 'default',
+      name,
+      uid,
+    } = pod.metadata as { namespace?: string; name: string; uid: string };
     try {
       await this.api.deletePod(namespace, name, { gracePeriodSeconds: 0, uid });
       this.deleted++;

@@ -1,7 +1,8 @@
 import test from 'ava';
 import { nodeName, staticPod, startCluster } from './test-harness.js';
 
-const mirrorOf = (h: Awaited<ReturnType<typeof startCluster>>) => h.api.pods.get(`kube-system/etcd-${nodeName}`);
+const mirrorOf = (h: Awaited<ReturnType<typeof startCluster>>) =>
+  h.api.pods.get(`kube-system/etcd-${nodeName}`);
 
 test('a static pod appears as a mirror pod: hash annotation, Node owner, status Running', async (t) => {
   const h = await startCluster();

@@ -7,8 +7,7 @@ import type { Subscription } from 'rxjs';
 import type { PodConfig } from '../config/pod-config.js';
 import { admitPod, type AdmitResult } from './admission.js';
 import { ApiPodSource } from './api-source.js';
-import { bootstrapClientCredentials } from './bootstrap.js';
-import { ClientNodeApi, loadKubeConfig } from './client-node-api.js';
+import type { ClientNodeApi } from './client-node-api.js';
 import { EventRecorder } from './event-recorder.js';
 import type { KubeApi, Taint } from './kube-api.js';
 import { MirrorPodManager } from './mirror-pods.js';
@@ -99,6 +98,7 @@ export class NodeAgent {
   private cancelRetry?: () => void;
   private readonly identity: NodeIdentity;
   private ownedApi?: ClientNodeApi;
+  private readonly abort = new AbortController();
   private lastError = '';
 
   constructor(
@@ -152,6 +152,12 @@ export class NodeAgent {
       }),
       bus.subscribe('[Source] Pod Removed', (e) => {
         if (e.source !== 'api') this.mirrors?.trigger();
+        // A pod that never ran (rejected by admission) gets no Pod Terminated: forget it now.
+        const uid = e.pod.metadata!.uid!;
+        if (!this.host.isActive(uid)) {
+          this.pods.delete(uid);
+          this.podEvents.forget(uid);
+        }
       }),
       bus.subscribe('[PodWorker] Pod Terminated', (e) => this.pods.delete(e.podUid)),
       bus.subscribe('[Kubelet] Pod Event', (e) => {
@@ -167,6 +173,7 @@ export class NodeAgent {
 
   async stop(): Promise<void> {
     this.running = false;
+    this.abort.abort(new Error('the kubelet is stopping'));
     this.cancelRetry?.();
     for (const s of this.subscriptions.splice(0)) s.unsubscribe();
     this.podEvents.stop();
@@ -243,11 +250,18 @@ export class NodeAgent {
       } catch (err) {
         const message = errorMessage(err);
         if (message !== this.lastError) {
-          this.host.logger.error(`Cannot connect to the API server: ${message}; pods keep running, retrying`, {});
+          this.host.logger.error(
+            `Cannot connect to the API server: ${message}; pods keep running, retrying`,
+            {},
+          );
           this.lastError = message;
         }
         await new Promise<void>((resolve) => {
-          this.cancelRetry = this.host.clock.setTimeout(resolve, wait);
+          const cancel = this.host.clock.setTimeout(resolve, wait);
+          this.cancelRetry = () => {
+            cancel();
+            resolve();
+          };
         });
         this.cancelRetry = undefined;
         wait = Math.min(wait * 2, 30_000);
@@ -258,6 +272,11 @@ export class NodeAgent {
   }
 
   private async makeApi(): Promise<KubeApi> {
+    // @kubernetes/client-node takes over a second to load: only a kubelet that joins a cluster pays it.
+    const [{ ClientNodeApi, loadKubeConfig }, { bootstrapClientCredentials }] = await Promise.all([
+      import('./client-node-api.js'),
+      import('./bootstrap.js'),
+    ]);
     const { kubeconfig, bootstrapKubeconfig } = this.options;
     const clientOptions = {
       clock: this.host.clock,
@@ -274,6 +293,7 @@ export class NodeAgent {
         clock: this.host.clock,
         logger: this.host.logger.child('bootstrap'),
         makeApi: (kc) => new ClientNodeApi(kc, clientOptions),
+        signal: this.abort.signal,
       });
     }
     const api = new ClientNodeApi(loadKubeConfig(path!), clientOptions);
@@ -318,7 +338,6 @@ export class NodeAgent {
       {
         apiPod: (namespace, name) => source.get(namespace, name),
         isActive: (uid) => host.isActive(uid),
-        kubeletPod: (uid) => this.pods.get(uid),
       },
       bus,
       clock,
@@ -335,8 +354,8 @@ export class NodeAgent {
       logger.child('mirror-pods'),
       { nodeName: host.nodeName },
     );
-    source.onChange((pods) => {
-      this.syncer?.apiChanged(pods.values());
+    source.onChange((pods, changed) => {
+      this.syncer?.apiChanged(pods, changed);
       this.mirrors?.trigger();
     });
     void this.nodeStatus.whenRegistered().then((node) => {

@@ -92,7 +92,11 @@ export class NodeStatusController {
    * A pressure condition from the eviction manager (True while under pressure). (The bus's
    * `[Node] Condition Changed` cannot carry it: its payload's `type` is shadowed by the envelope's.)
    */
-  setPressure(type: 'MemoryPressure' | 'DiskPressure' | 'PIDPressure', status: boolean, message?: string): void {
+  setPressure(
+    type: 'MemoryPressure' | 'DiskPressure' | 'PIDPressure',
+    status: boolean,
+    message?: string,
+  ): void {
     this.pressure[type] = { status, message };
   }
 
@@ -132,7 +136,12 @@ export class NodeStatusController {
     const { api, logger, clock } = this.deps;
     const name = this.options.identity.nodeName;
     try {
-      const node = initialNode(this.options.identity, await this.systemInfo(), await this.health(), clock.now());
+      const node = initialNode(
+        this.options.identity,
+        await this.systemInfo(),
+        await this.health(),
+        clock.now(),
+      );
       logger.info('Attempting to register node', { node: name, server: api.server });
       try {
         this.node = await api.createNode(node);
@@ -168,9 +177,16 @@ export class NodeStatusController {
       const current = await api.getNode(name);
       this.node = current;
       this.applyPodCidr(current);
-      const next = nodeStatus(this.options.identity, await this.systemInfo(), await this.health(), current.status, clock.now());
+      const next = nodeStatus(
+        this.options.identity,
+        await this.systemInfo(),
+        await this.health(),
+        current.status,
+        clock.now(),
+      );
       const now = clock.now();
-      if (!force && now - this.lastReportAt < this.reportMs && !nodeStatusChanged(current.status, next)) return;
+      if (!force && now - this.lastReportAt < this.reportMs && !nodeStatusChanged(current.status, next))
+        return;
       this.node = await api.patchNodeStatus(name, { status: statusPatch(current.status, next) });
       this.lastReportAt = now;
       this.recordConditionEvents(next);
@@ -229,7 +245,10 @@ export class NodeStatusController {
       .then(() => this.deps.logger.info('Updated pod CIDR', { podCIDR: cidr }))
       .catch((err) => {
         this.podCidr = '';
-        this.deps.logger.warn('Failed to update the runtime pod CIDR', { podCIDR: cidr, err: errorMessage(err) });
+        this.deps.logger.warn('Failed to update the runtime pod CIDR', {
+          podCIDR: cidr,
+          err: errorMessage(err),
+        });
       });
   }
 

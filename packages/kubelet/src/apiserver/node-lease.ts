@@ -138,7 +138,11 @@ export class NodeLeaseController {
     const name = this.options.nodeName;
     const lease: Lease = base
       ? structuredClone(base)
-      : { apiVersion: 'coordination.k8s.io/v1', kind: 'Lease', metadata: { name, namespace: NodeLeaseNamespace } };
+      : {
+          apiVersion: 'coordination.k8s.io/v1',
+          kind: 'Lease',
+          metadata: { name, namespace: NodeLeaseNamespace },
+        };
     lease.spec = {
       ...lease.spec,
       holderIdentity: name,

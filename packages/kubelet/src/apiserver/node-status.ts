@@ -56,7 +56,9 @@ export interface NodeHealth {
   /** PLEG (`kubelet.healthz()`). */
   pleg: { healthy: boolean; message: string };
   /** Pressure conditions reported on the bus (eviction manager), by type: True when under pressure. */
-  pressure?: Partial<Record<'MemoryPressure' | 'DiskPressure' | 'PIDPressure', { status: boolean; message?: string }>>;
+  pressure?: Partial<
+    Record<'MemoryPressure' | 'DiskPressure' | 'PIDPressure', { status: boolean; message?: string }>
+  >;
 }
 
 export const goArch = (a: string = arch()): string =>
@@ -140,7 +142,12 @@ export function hostSystemInfo(containerRuntimeVersion: string): SystemInfo {
 }
 
 /** The Node the kubelet creates on registration (upstream initialNode). */
-export function initialNode(identity: NodeIdentity, system: SystemInfo, health: NodeHealth, now: number): Node {
+export function initialNode(
+  identity: NodeIdentity,
+  system: SystemInfo,
+  health: NodeHealth,
+  now: number,
+): Node {
   const labels: Record<string, string> = {
     [LabelHostname]: identity.hostname,
     [LabelOS]: system.operatingSystem,
@@ -160,7 +167,8 @@ export function initialNode(identity: NodeIdentity, system: SystemInfo, health: 
     spec: {},
     status: nodeStatus(identity, system, health, undefined, now),
   };
-  if (identity.taints && identity.taints.length > 0) node.spec!.taints = identity.taints.map((t) => ({ ...t }));
+  if (identity.taints && identity.taints.length > 0)
+    node.spec!.taints = identity.taints.map((t) => ({ ...t }));
   return node;
 }
 
@@ -249,7 +257,12 @@ export function nodeConditions(
   out.push(
     errors.length === 0
       ? make('Ready', 'True', 'KubeletReady', 'kubelet is posting ready status')
-      : make('Ready', 'False', 'KubeletNotReady', errors.length === 1 ? errors[0]! : `[${errors.join(', ')}]`),
+      : make(
+          'Ready',
+          'False',
+          'KubeletNotReady',
+          errors.length === 1 ? errors[0]! : `[${errors.join(', ')}]`,
+        ),
   );
   return out;
 }
@@ -257,7 +270,9 @@ export function nodeConditions(
 function readyErrors(health: NodeHealth): string[] {
   const errors: string[] = [];
   if (!health.runtime) {
-    errors.push(health.runtimeError ? `container runtime is down: ${health.runtimeError}` : 'container runtime is down');
+    errors.push(
+      health.runtimeError ? `container runtime is down: ${health.runtimeError}` : 'container runtime is down',
+    );
   } else {
     const runtimeReady = health.runtime.find((c) => c.type === 'RuntimeReady');
     if (!runtimeReady?.status) {

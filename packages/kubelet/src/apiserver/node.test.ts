@@ -28,7 +28,11 @@ test('registers the Node: labels, taints, addresses, capacity, allocatable, node
     { type: 'Hostname', address: 'host1' },
   ]);
   t.deepEqual(status.capacity, { pods: '110', cpu: '4', memory: '8Gi' });
-  t.is(status.allocatable!.memory, `${8 * 1024 * 1024 - 100 * 1024}Ki`, 'memory less the 100Mi eviction threshold');
+  t.is(
+    status.allocatable!.memory,
+    `${8 * 1024 * 1024 - 100 * 1024}Ki`,
+    'memory less the 100Mi eviction threshold',
+  );
   t.is(status.allocatable!.cpu, '4');
   t.is(status.nodeInfo!.containerRuntimeVersion, 'nodelet-fake://0.1.0');
   t.regex(status.nodeInfo!.kubeletVersion!, /^v1\.\d+\.\d+/);
@@ -102,7 +106,9 @@ test('lease: a conflict re-reads the lease; a deleted lease is created again', a
   h.api.failNext.set('update lease/', new ApiError(409, 'Conflict', 'the object has been modified'));
   await h.clock.advance(10_000);
   t.true(h.api.callsOf('get', 'lease/').length >= 2, 'read again after the conflict');
-  const renewTime = Date.parse(String(h.api.leases.get(`${NodeLeaseNamespace}/${nodeName}`)!.spec!.renewTime));
+  const renewTime = Date.parse(
+    String(h.api.leases.get(`${NodeLeaseNamespace}/${nodeName}`)!.spec!.renewTime),
+  );
   t.true(h.clock.now() - renewTime < 10_000, 'renewed in the same period');
   h.api.leases.clear();
   await h.clock.advance(20_000);
@@ -139,12 +145,15 @@ test('node status: written when it changes (checked every 10 s), and at least ev
 
 test('Ready condition: runtime down, runtime not ready, PLEG unhealthy, with upstream messages', (t) => {
   const now = Date.UTC(2026, 0, 1);
-  const ready = (h: Parameters<typeof nodeConditions>[0]) => nodeConditions(h, undefined, now).find((c) => c.type === 'Ready')!;
+  const ready = (h: Parameters<typeof nodeConditions>[0]) =>
+    nodeConditions(h, undefined, now).find((c) => c.type === 'Ready')!;
   const ok = { type: 'NetworkReady', status: true, reason: '', message: '' };
   t.is(ready({ pleg: { healthy: true, message: '' } }).message, 'container runtime is down');
   t.is(
-    ready({ runtime: [{ type: 'RuntimeReady', status: false, reason: 'R', message: 'm' }, ok], pleg: { healthy: true, message: '' } })
-      .message,
+    ready({
+      runtime: [{ type: 'RuntimeReady', status: false, reason: 'R', message: 'm' }, ok],
+      pleg: { healthy: true, message: '' },
+    }).message,
     'container runtime not ready: RuntimeReady=false reason:R message:m',
   );
   const pleg = ready({
@@ -154,8 +163,22 @@ test('Ready condition: runtime down, runtime not ready, PLEG unhealthy, with ups
   t.is(pleg.status, 'False');
   t.is(pleg.message, 'PLEG is not healthy: pleg was last seen active 3m0s ago; threshold is 3m0s');
   // Transition times stay while the status does.
-  const first = nodeConditions({ runtime: [{ type: 'RuntimeReady', status: true, reason: '', message: '' }, ok], pleg: { healthy: true, message: '' } }, undefined, now);
-  const later = nodeConditions({ runtime: [{ type: 'RuntimeReady', status: true, reason: '', message: '' }, ok], pleg: { healthy: true, message: '' } }, first, now + 60_000);
+  const first = nodeConditions(
+    {
+      runtime: [{ type: 'RuntimeReady', status: true, reason: '', message: '' }, ok],
+      pleg: { healthy: true, message: '' },
+    },
+    undefined,
+    now,
+  );
+  const later = nodeConditions(
+    {
+      runtime: [{ type: 'RuntimeReady', status: true, reason: '', message: '' }, ok],
+      pleg: { healthy: true, message: '' },
+    },
+    first,
+    now + 60_000,
+  );
   t.is(later[3]!.lastTransitionTime, first[3]!.lastTransitionTime);
   t.not(later[3]!.lastHeartbeatTime, first[3]!.lastHeartbeatTime);
 });
@@ -181,6 +204,8 @@ test('--node-labels and --register-with-taints syntax', (t) => {
     { key: 'k', value: 'v', effect: 'NoSchedule' },
     { key: 'gpu', effect: 'NoExecute' },
   ]);
-  t.throws(() => parseTaints('k=v:Sometimes'), { message: /effect must be NoSchedule, PreferNoSchedule or NoExecute/ });
+  t.throws(() => parseTaints('k=v:Sometimes'), {
+    message: /effect must be NoSchedule, PreferNoSchedule or NoExecute/,
+  });
   t.throws(() => parseTaints('k=v'), { message: /want key\[=value\]:effect/ });
 });

@@ -34,12 +34,15 @@ async function twentyPods(h: ClusterHarness): Promise<void> {
   for (let i = 0; i < 15; i++) await h.api.createPod(apiPod(`web-${i}`));
   // Five jobs finish during the outage: their statuses must catch up afterwards.
   for (let i = 0; i < 5; i++) {
-    await h.api.createPod(apiPod(`job-${i}`, { restartPolicy: 'Never' }, { [`${B}main`]: 'exitAfter=60s,exitCode=0' }));
+    await h.api.createPod(
+      apiPod(`job-${i}`, { restartPolicy: 'Never' }, { [`${B}main`]: 'exitAfter=60s,exitCode=0' }),
+    );
   }
   await h.clock.advanceUntil(
     () =>
-      [...h.api.pods.values()].filter((p) => /^(web|job)-/.test(p.metadata!.name!) && p.status?.phase === 'Running')
-        .length === 20,
+      [...h.api.pods.values()].filter(
+        (p) => /^(web|job)-/.test(p.metadata!.name!) && p.status?.phase === 'Running',
+      ).length === 20,
     { maxMs: 10_000 },
   );
 }

@@ -47,23 +47,32 @@ export class PodEventSource {
         const probe = e.probe[0]!.toUpperCase() + e.probe.slice(1);
         this.emit(pod, 'Warning', 'Unhealthy', `${probe} probe failed: ${e.message}`.trim(), e.container);
         if (e.changed && e.probe !== 'readiness') {
-          this.emit(pod, 'Normal', 'Killing', `Container ${e.container} failed ${e.probe} probe, will be restarted`, e.container);
+          this.emit(
+            pod,
+            'Normal',
+            'Killing',
+            `Container ${e.container} failed ${e.probe} probe, will be restarted`,
+            e.container,
+          );
         }
       }),
       bus.subscribe('[Source] Pod Removed', (e) => this.stopping(e.pod)),
       bus.subscribe('[Source] Pod Updated', (e) => {
         if (e.pod.metadata?.deletionTimestamp) this.stopping(e.pod);
       }),
-      bus.subscribe('[PodWorker] Pod Terminated', (e) => {
-        this.last.delete(e.podUid);
-        this.pulls.delete(e.podUid);
-        this.killed.delete(e.podUid);
-      }),
+      bus.subscribe('[PodWorker] Pod Terminated', (e) => this.forget(e.podUid)),
     );
   }
 
   stop(): void {
     for (const s of this.subscriptions.splice(0)) s.unsubscribe();
+  }
+
+  /** Drops what is kept about a pod that is gone. */
+  forget(uid: string): void {
+    this.last.delete(uid);
+    this.pulls.delete(uid);
+    this.killed.delete(uid);
   }
 
   /** A log record of the kubelet: image pulls become Pulling events. */
@@ -99,7 +108,10 @@ export class PodEventSource {
     if (!pod) return;
     if (status.phase === 'Failed' && status.reason && !before) return; // a rejection: recorded by admission
     const previous = new Map(
-      [...(before?.initContainerStatuses ?? []), ...(before?.containerStatuses ?? [])].map((c) => [c.name, c]),
+      [...(before?.initContainerStatuses ?? []), ...(before?.containerStatuses ?? [])].map((c) => [
+        c.name,
+        c,
+      ]),
     );
     for (const c of [...(status.initContainerStatuses ?? []), ...(status.containerStatuses ?? [])]) {
       this.containerChanged(pod, previous.get(c.name), c);
@@ -108,10 +120,17 @@ export class PodEventSource {
 
   private containerChanged(pod: Pod, before: ContainerStatus | undefined, now: ContainerStatus): void {
     const name = now.name;
-    if (now.containerID && now.containerID !== before?.containerID && (now.state?.running || now.state?.terminated)) {
+    if (
+      now.containerID &&
+      now.containerID !== before?.containerID &&
+      (now.state?.running || now.state?.terminated)
+    ) {
       const pulled = this.pulls.get(pod.metadata!.uid!);
-      const image = pod.spec?.containers.concat(pod.spec.initContainers ?? []).find((c) => c.name === name)?.image ?? now.image;
-      if (pulled?.delete(image)) this.emit(pod, 'Normal', 'Pulled', `Successfully pulled image "${image}"`, name);
+      const image =
+        pod.spec?.containers.concat(pod.spec.initContainers ?? []).find((c) => c.name === name)?.image ??
+        now.image;
+      if (pulled?.delete(image))
+        this.emit(pod, 'Normal', 'Pulled', `Successfully pulled image "${image}"`, name);
       else if (!before?.containerID) {
         this.emit(pod, 'Normal', 'Pulled', `Container image "${image}" already present on machine`, name);
       }
@@ -120,7 +139,8 @@ export class PodEventSource {
     }
     const waiting = now.state?.waiting;
     if (!waiting?.reason) return;
-    const same = before?.state?.waiting?.reason === waiting.reason && before.state.waiting.message === waiting.message;
+    const same =
+      before?.state?.waiting?.reason === waiting.reason && before.state.waiting.message === waiting.message;
     if (same) return;
     const message = waiting.message ?? '';
     switch (waiting.reason) {
@@ -167,7 +187,13 @@ export class PodEventSource {
     }
   }
 
-  private emit(pod: Pod, type: PodEvent['eventType'], reason: string, message: string, container?: string): void {
+  private emit(
+    pod: Pod,
+    type: PodEvent['eventType'],
+    reason: string,
+    message: string,
+    container?: string,
+  ): void {
     const meta = pod.metadata!;
     this.bus.emit('[Kubelet] Pod Event', {
       podUid: meta.uid!,
@@ -185,7 +211,10 @@ export class PodEventSource {
  * A logger that also passes every record to `onRecord` (before level filtering): how the kubelet's image
  * puller, which only logs, is heard without changing it.
  */
-export function tapLogger(logger: Logger, onRecord: (message: string, fields: LogFields | undefined) => void): Logger {
+export function tapLogger(
+  logger: Logger,
+  onRecord: (message: string, fields: LogFields | undefined) => void,
+): Logger {
   const wrap = (inner: Logger): Logger => ({
     debug: (m, f) => (onRecord(m, f), inner.debug(m, f)),
     info: (m, f) => (onRecord(m, f), inner.info(m, f)),

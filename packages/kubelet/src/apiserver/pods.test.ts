@@ -11,7 +11,10 @@ test('a pod created in the API runs, and its status shows Running with the pod I
   const h = await startCluster();
   await h.clock.advance(1_000);
   await h.api.createPod(apiPod('web'));
-  const ms = await h.clock.advanceUntil(() => apiStatus(h, 'web')?.phase === 'Running', { stepMs: 50, maxMs: 5_000 });
+  const ms = await h.clock.advanceUntil(() => apiStatus(h, 'web')?.phase === 'Running', {
+    stepMs: 50,
+    maxMs: 5_000,
+  });
   t.true(ms <= 1_000, `Running in the API after ${ms} ms`);
   const status = apiStatus(h, 'web')!;
   t.regex(status.podIP ?? '', /^\d+\.\d+\.\d+\.\d+$/);
@@ -50,23 +53,38 @@ test('admission: a pod that does not fit is Failed with OutOfcpu / OutOfmemory /
   const h = await startCluster({ apiServer: { capacity: { cpu: '2', memory: '1Gi', pods: '110' } } });
   await h.clock.advance(1_000);
   const res = (cpu: string, memory: string) => ({ resources: { requests: { cpu, memory } } });
-  await h.api.createPod(apiPod('fits', { containers: [{ name: 'main', image: 'busybox:1.36', ...res('1500m', '100Mi') }] }));
+  await h.api.createPod(
+    apiPod('fits', { containers: [{ name: 'main', image: 'busybox:1.36', ...res('1500m', '100Mi') }] }),
+  );
   await h.clock.advance(1_000);
-  await h.api.createPod(apiPod('too-much-cpu', { containers: [{ name: 'main', image: 'busybox:1.36', ...res('1', '1Mi') }] }));
-  await h.api.createPod(apiPod('too-much-mem', { containers: [{ name: 'main', image: 'busybox:1.36', ...res('10m', '2Gi') }] }));
+  await h.api.createPod(
+    apiPod('too-much-cpu', { containers: [{ name: 'main', image: 'busybox:1.36', ...res('1', '1Mi') }] }),
+  );
+  await h.api.createPod(
+    apiPod('too-much-mem', { containers: [{ name: 'main', image: 'busybox:1.36', ...res('10m', '2Gi') }] }),
+  );
   await h.api.createPod(apiPod('wrong-node', { nodeSelector: { disktype: 'ssd' } }));
   await h.clock.advance(2_000);
 
   const cpu = apiStatus(h, 'too-much-cpu')!;
   t.is(cpu.phase, 'Failed');
   t.is(cpu.reason, 'OutOfcpu');
-  t.is(cpu.message, "Pod was rejected: Node didn't have enough resource: cpu, requested: 1000, used: 1500, capacity: 2000");
+  t.is(
+    cpu.message,
+    "Pod was rejected: Node didn't have enough resource: cpu, requested: 1000, used: 1500, capacity: 2000",
+  );
   const mem = apiStatus(h, 'too-much-mem')!;
   t.is(mem.reason, 'OutOfmemory');
-  t.regex(mem.message!, /^Pod was rejected: Node didn't have enough resource: memory, requested: 2147483648, used: 104857600, capacity: \d+$/);
+  t.regex(
+    mem.message!,
+    /^Pod was rejected: Node didn't have enough resource: memory, requested: 2147483648, used: 104857600, capacity: \d+$/,
+  );
   const sel = apiStatus(h, 'wrong-node')!;
   t.is(sel.reason, 'NodeAffinity');
-  t.is(sel.message, "Pod was rejected: Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector");
+  t.is(
+    sel.message,
+    "Pod was rejected: Predicate NodeAffinity failed: node(s) didn't match Pod's node affinity/selector",
+  );
   t.is(h.runtime.counts().running, 1, 'only the pod that fits runs');
   const warnings = [...h.api.events.values()].filter((e) => e.type === 'Warning').map((e) => e.reason);
   t.true(warnings.includes('OutOfcpu') && warnings.includes('NodeAffinity'));
@@ -86,7 +104,10 @@ test('deletion: terminated with the requested grace period, then the final delet
   const uid = h.api.pods.get('default/slow')!.metadata!.uid!;
   await h.api.deletePod('default', 'slow', { gracePeriodSeconds: 5 });
   const deletedAt = h.clock.elapsed();
-  const ms = await h.clock.advanceUntil(() => !h.api.pods.has('default/slow'), { stepMs: 100, maxMs: 60_000 });
+  const ms = await h.clock.advanceUntil(() => !h.api.pods.has('default/slow'), {
+    stepMs: 100,
+    maxMs: 60_000,
+  });
   t.true(ms >= 5_000 && ms <= 6_000, `gone ${ms} ms after the delete: the 5 s grace, then the final delete`);
   const final = h.api.callsOf('delete', 'pod/default/slow').at(-1)!;
   t.deepEqual(final.body, { gracePeriodSeconds: 0, uid });
@@ -104,11 +125,19 @@ test('deletion: terminated with the requested grace period, then the final delet
 test('status: a container state change reaches the API within 1 s; a conflict is retried', async (t) => {
   const h = await startCluster();
   await h.clock.advance(1_000);
-  await h.api.createPod(apiPod('job', { restartPolicy: 'Never' }, { [`${B}main`]: 'exitAfter=10s,exitCode=0' }));
+  await h.api.createPod(
+    apiPod('job', { restartPolicy: 'Never' }, { [`${B}main`]: 'exitAfter=10s,exitCode=0' }),
+  );
   await h.clock.advanceUntil(() => apiStatus(h, 'job')?.phase === 'Running', { maxMs: 5_000 });
   const { ApiError } = await import('./kube-api.js');
-  h.api.failNext.set('patch pod/default/job/status', new ApiError(409, 'Conflict', 'the object has been modified'));
-  const ran = await h.clock.advanceUntil(() => apiStatus(h, 'job')?.phase === 'Succeeded', { stepMs: 50, maxMs: 20_000 });
+  h.api.failNext.set(
+    'patch pod/default/job/status',
+    new ApiError(409, 'Conflict', 'the object has been modified'),
+  );
+  const ran = await h.clock.advanceUntil(() => apiStatus(h, 'job')?.phase === 'Succeeded', {
+    stepMs: 50,
+    maxMs: 20_000,
+  });
   t.true(ran <= 11_000, `Succeeded in the API ${ran} ms later (exit at 10 s)`);
   t.is(apiStatus(h, 'job')!.containerStatuses![0]!.state!.terminated!.reason, 'Completed');
   t.true(h.api.callsOf('get', 'pod/default/job').length >= 1, 're-read after the conflict');
@@ -190,7 +219,9 @@ test('crash loop: BackOff events are one Event with a growing count', async (t) 
   t.regex(backoff[0]!.message!, /^Back-off restarting failed container main in pod crash_default\(.+\)$/);
   t.true(backoff[0]!.count! >= 3, `count ${backoff[0]!.count}`);
   t.true(h.api.callsOf('patch', 'event/').length >= 2, 'repeats are patches of the count');
-  const started = [...h.api.events.values()].find((e) => e.reason === 'Started' && e.involvedObject.name === 'crash');
+  const started = [...h.api.events.values()].find(
+    (e) => e.reason === 'Started' && e.involvedObject.name === 'crash',
+  );
   t.true(started!.count! >= 3);
   await h.kubelet.stop();
 });

@@ -1,4 +1,4 @@
-import { canonicalJson, ConfigSourceAnnotation, type Pod, type PodCondition, type PodStatus } from '@nodelet/api';
+import { canonicalJson, type Pod, type PodCondition, type PodStatus } from '@nodelet/api';
 import { type Clock, errorMessage, type EventBus, type Logger } from '@nodelet/kernel';
 import type { Subscription } from 'rxjs';
 import { mergePatch } from './merge-patch.js';
@@ -10,8 +10,6 @@ export interface StatusTargets {
   apiPod(namespace: string, name: string): Pod | undefined;
   /** Whether the kubelet still has a worker for this pod UID (running or terminating). */
   isActive(uid: string): boolean;
-  /** The kubelet's pod by UID (desired or terminating), to tell static pods from API pods. */
-  kubeletPod(uid: string): Pod | undefined;
 }
 
 export interface StatusSyncOptions {
@@ -28,8 +26,6 @@ interface Desired {
   namespace: string;
   name: string;
   status: PodStatus;
-  /** True for static pods: the status goes to the mirror pod. */
-  static: boolean;
   terminated: boolean;
 }
 
@@ -84,8 +80,15 @@ export class PodStatusSyncer {
   start(): void {
     this.running = true;
     this.subscriptions.push(
-      this.bus.subscribe('[Status] Pod Status Changed', (e) => this.set(e.podUid, e.namespace, e.podName, e.status)),
+      this.bus.subscribe('[Status] Pod Status Changed', (e) =>
+        this.set(e.podUid, e.namespace, e.podName, e.status),
+      ),
       this.bus.subscribe('[PodWorker] Pod Terminated', (e) => this.terminated(e.podUid)),
+      // A pod that never ran (rejected by admission) has no worker, so no Pod Terminated.
+      this.bus.subscribe('[Source] Pod Removed', (e) => {
+        const uid = e.pod.metadata?.uid;
+        if (uid && !this.targets.isActive(uid) && this.desired.has(uid)) this.terminated(uid);
+      }),
     );
     this.scheduleReconcile();
   }
@@ -112,16 +115,7 @@ export class PodStatusSyncer {
 
   /** A status the kubelet reports for one of its pods. */
   set(uid: string, namespace: string, name: string, status: PodStatus): void {
-    const pod = this.targets.kubeletPod(uid);
-    const source = pod?.metadata?.annotations?.[ConfigSourceAnnotation];
-    const prev = this.desired.get(uid);
-    this.desired.set(uid, {
-      namespace,
-      name,
-      status,
-      static: source !== undefined ? source !== 'api' : (prev?.static ?? false),
-      terminated: false,
-    });
+    this.desired.set(uid, { namespace, name, status, terminated: false });
     this.markDirty(uid);
   }
 
@@ -129,13 +123,21 @@ export class PodStatusSyncer {
    * The API's pods changed (watch events, a relist): statuses that differ from the kubelet's are written
    * again, and deleted pods the kubelet is done with get their final delete.
    */
-  apiChanged(pods: Iterable<Pod>): void {
-    for (const [uid, d] of this.desired) if (this.differs(uid, d)) this.markDirty(uid);
-    for (const pod of pods) {
+  apiChanged(pods: ReadonlyMap<string, Pod>, changed?: ReadonlySet<string>): void {
+    for (const [uid, d] of this.desired) {
+      if (changed && !changed.has(`${d.namespace}/${d.name}`)) continue;
+      if (this.differs(uid, d)) this.markDirty(uid);
+    }
+    for (const [key, pod] of pods) {
+      if (changed && !changed.has(key)) continue;
       const meta = pod.metadata ?? {};
       if (!meta.deletionTimestamp || !meta.uid || isMirror(pod)) continue;
       if (this.targets.isActive(meta.uid)) continue;
-      this.toDelete.set(meta.uid, { namespace: meta.namespace ?? 'default', name: meta.name!, uid: meta.uid });
+      this.toDelete.set(meta.uid, {
+        namespace: meta.namespace ?? 'default',
+        name: meta.name!,
+        uid: meta.uid,
+      });
     }
     this.flush();
   }
@@ -143,7 +145,7 @@ export class PodStatusSyncer {
   private terminated(uid: string): void {
     const d = this.desired.get(uid);
     if (d) d.terminated = true;
-    const api = d && !d.static ? this.targets.apiPod(d.namespace, d.name) : undefined;
+    const api = d ? this.targets.apiPod(d.namespace, d.name) : undefined;
     if (d && api?.metadata?.uid === uid && api.metadata.deletionTimestamp) {
       this.toDelete.set(uid, { namespace: d.namespace, name: d.name, uid });
     }
@@ -231,7 +233,8 @@ export class PodStatusSyncer {
         if (d.terminated) this.forget(uid);
         return true; // no API pod (yet): a static pod waiting for its mirror, or a deleted pod
       }
-      if (!d.static && target.metadata.uid !== uid) return true; // another pod of the same name
+      // The pod itself, or — for a static pod — its mirror; anything else is another pod of that name.
+      if (target.metadata.uid !== uid && !isMirror(target)) return true;
       const status = mergedStatus(target.status, d.status);
       if (!this.needsWrite(uid, target.status, status)) {
         if (d.terminated) this.forget(uid);
@@ -298,7 +301,10 @@ export class PodStatusSyncer {
         this.toDelete.set(target.uid, target);
         return false;
       }
-      this.logger.warn('Final delete of pod failed', { pod: `${target.namespace}/${target.name}`, err: errorMessage(err) });
+      this.logger.warn('Final delete of pod failed', {
+        pod: `${target.namespace}/${target.name}`,
+        err: errorMessage(err),
+      });
       return true;
     }
   }
