@@ -8,9 +8,11 @@ Usage:
 
 Commands:
   kubelet      run the kubelet (node agent): static pods from a directory or URL on a container runtime
+  proxy        run the proxy (kube-proxy): Services to iptables, nftables, IPVS or userspace rules
   up           run a single-node cluster: the embedded control plane (API server on SQLite) kubectl talks to
   get pods     list the pods a running kubelet reports, like kubectl get pods
   describe pod show a pod's containers, probes, conditions and last events, like kubectl describe pod
+  logs         print a container's logs (-c CONTAINER, --previous, -f), like kubectl logs
   cri serve    serve the fake runtime (or another runtime plugin) as a CRI v1 gRPC server
   version      print the version
 
@@ -74,6 +76,11 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number | 
       const { runCri } = await import('./cri-command.js');
       return runCri(rest, { stdout: io.stdout });
     }
+    case 'proxy': {
+      const { runProxy } = await import('./proxy-command.js');
+      const kernel = await runProxy(rest, { stdout: io.stdout });
+      return kernel ? 'running' : 0;
+    }
     case 'up': {
       const { runUp } = await import('./up-command.js');
       const kernel = await runUp(rest, { stdout: io.stdout });
@@ -86,6 +93,10 @@ export async function run(argv: readonly string[], io: CliIo): Promise<number | 
     case 'describe': {
       const { runDescribe } = await import('./describe-command.js');
       return runDescribe(rest, io);
+    }
+    case 'logs': {
+      const { runLogs } = await import('./logs-command.js');
+      return runLogs(rest, io);
     }
     default:
       if (command.startsWith('-'))

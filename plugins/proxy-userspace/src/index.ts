@@ -1,1 +1,4 @@
-export {};
+export * from './balancer.js';
+export * from './backend.js';
+export * from './plugin.js';
+export { proxyUserspacePlugin as default } from './plugin.js';

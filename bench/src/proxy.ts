@@ -1,0 +1,551 @@
+/**
+ * The proxy against the kernel: what nodelet adds on top of the kernel's own cost of programming the
+ * same rules, measured in the same run, inside network namespaces made for the run (never the host's).
+ *
+ *   npm run bench:proxy --workspace @nodelet/bench -- [--services 1000,5000] [--endpoints 10]
+ *        [--backends iptables-legacy,iptables-nft,nftables] [--changes 3] [--repeat K] [--slow]
+ *        [--userspace-mb 256]
+ *
+ * For each backend and N services × E endpoints (ClusterIP services, upstream-shaped rules):
+ *
+ *   (a) render   rendering the full rules (in-process) ÷ the kernel applying exactly that text once
+ *                (`iptables-restore --noflush` or `nft -f`) into a fresh namespace. Goal ≤ 0.1.
+ *                Medians of --repeat runs (default 3 up to 1,000 services, else 1), each in fresh
+ *                namespaces, alternating which of floor and nodelet goes first.
+ *   (b) full     nodelet's full sync into a fresh namespace (iptables-save of what exists, render,
+ *                restore, bookkeeping) ÷ that same one-transaction apply (the floor). Goal ≤ 1.1.
+ *   (c) change   one endpoint of one service replaced: nodelet's sync (tracker commit + backend partial
+ *                sync) ÷ a minimal hand-made transaction doing the same on a twin namespace (rewrite the
+ *                service chain, add the new endpoint chain, delete the old one). Medians of --changes
+ *                runs. Goal ≤ 1.2, and never a full resync. Afterwards both namespaces must hold the
+ *                same rules (checked at the smallest N).
+ *
+ * iptables-nft (the nf_tables back end of iptables) takes minutes per apply above 1,000 services on this
+ * machine (5,000 ≈ 8 min): those sizes are skipped unless --slow.
+ *
+ * Userspace: bulk TCP throughput through the userspace proxy ÷ a direct loopback connection, client and
+ * server in separate processes, medians of 3 runs of --userspace-mb MiB. Goal ≥ 0.5.
+ *
+ * Prints a table and writes bench/results/proxy.json.
+ */
+import { spawn } from 'node:child_process';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { cpus, loadavg, release } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { createLogger, RealClock } from '@nodelet/kernel';
+import {
+  ChangeTracker,
+  defaultNodeContext,
+  type EndpointSlice,
+  emptyChangeSet,
+  type ProxyState,
+  type Service,
+  type ServicePortState,
+  systemEnv,
+} from '@nodelet/proxy';
+import { NetnsTopology, netnsSupport } from '@nodelet/proxy/testing';
+import {
+  endpointChain as iptEndpointChain,
+  IptablesBackend,
+  IptablesRenderer,
+  JUMP_RULES,
+  serviceChain as iptServiceChain,
+} from '@nodelet/proxy-iptables';
+import {
+  endpointChain as nftEndpointChain,
+  NftablesBackend,
+  renderNftables,
+  serviceChain as nftServiceChain,
+} from '@nodelet/proxy-nftables';
+import { UserspaceBackend } from '@nodelet/proxy-userspace';
+
+type BackendName = 'iptables-legacy' | 'iptables-nft' | 'nftables';
+
+const { values: args } = parseArgs({
+  options: {
+    services: { type: 'string', default: '1000,5000' },
+    endpoints: { type: 'string', default: '10' },
+    backends: { type: 'string', default: 'iptables-legacy,iptables-nft,nftables' },
+    changes: { type: 'string', default: '3' },
+    slow: { type: 'boolean', default: false },
+    repeat: { type: 'string' },
+    'userspace-mb': { type: 'string', default: '256' },
+    out: { type: 'string' },
+  },
+});
+
+const quiet = createLogger({ sink: () => undefined });
+const here = dirname(fileURLToPath(import.meta.url));
+const outFile = args.out ?? join(here, '..', 'results', 'proxy.json');
+function num2ip(n: number): string {
+  return [(n >>> 24) & 255, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
+}
+const CLUSTER_BASE = (10 << 24) | (96 << 16); // 10.96.0.0/12
+const POD_BASE = (10 << 24) | (128 << 16); // 10.128.0.0/9
+
+function objects(n: number, e: number): { services: Service[]; slices: EndpointSlice[] } {
+  const services: Service[] = [];
+  const slices: EndpointSlice[] = [];
+  for (let i = 0; i < n; i++) {
+    services.push({
+      kind: 'Service',
+      metadata: { name: `svc-${i}`, namespace: 'bench' },
+      spec: { clusterIP: num2ip(CLUSTER_BASE + i + 1), ports: [{ name: 'http', protocol: 'TCP', port: 80 }] },
+    });
+    slices.push(
+      slice(
+        i,
+        Array.from({ length: e }, (_, j) => num2ip(POD_BASE + i * e + j)),
+      ),
+    );
+  }
+  return { services, slices };
+}
+
+function slice(i: number, ips: string[]): EndpointSlice {
+  return {
+    kind: 'EndpointSlice',
+    metadata: {
+      name: `svc-${i}-abcde`,
+      namespace: 'bench',
+      labels: { 'kubernetes.io/service-name': `svc-${i}` },
+    },
+    addressType: 'IPv4',
+    endpoints: ips.map((ip) => ({ addresses: [ip], conditions: { ready: true } })),
+    ports: [{ name: 'http', protocol: 'TCP', port: 8080 }],
+  };
+}
+
+function exec(
+  ns: string,
+  command: string,
+  cmdArgs: string[],
+  input?: string,
+): Promise<{ ms: number; out: string }> {
+  return new Promise((resolve, reject) => {
+    const start = performance.now();
+    const child = spawn('ip', ['netns', 'exec', ns, command, ...cmdArgs], { env: systemEnv() });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.stderr.on('data', (d) => (err += d));
+    child.on('close', (code) =>
+      code === 0
+        ? resolve({ ms: performance.now() - start, out })
+        : reject(new Error(`${command}: ${err.slice(0, 500)}`)),
+    );
+    child.stdin.end(input ?? '');
+  });
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const r2 = (x: number) => Math.round(x * 100) / 100;
+
+interface Row {
+  backend: BackendName;
+  services: number;
+  endpoints: number;
+  rules: { bytes: number; lines: number };
+  renderMs: number;
+  floorApplyMs: number;
+  renderRatio: number;
+  nodeletFullMs: number;
+  fullRatio: number;
+  change: {
+    nodeletMs: number;
+    handMadeMs: number;
+    ratio: number;
+    nodeletBytes: number;
+    handMadeBytes: number;
+    partial: boolean;
+  };
+  sameRulesAfterChanges?: boolean;
+}
+
+/** Full rule text and the commands of one backend, plus the hand-made minimal transaction for a change. */
+interface Driver {
+  render(state: ProxyState): string;
+  floorCommand: [string, string[]];
+  backend(ns: string): IptablesBackend | NftablesBackend;
+  /** `large`: more than 1,000 endpoints, where rules carry no per-endpoint comments (as upstream). */
+  handMade(before: ServicePortState, after: ServicePortState, large: boolean): string;
+  dump: [string, string[]];
+}
+
+function iptDriver(mode: 'legacy' | 'nft'): Driver {
+  return {
+    render: (state) =>
+      new IptablesRenderer().render({
+        state,
+        changes: emptyChangeSet(),
+        full: true,
+        missingJumps: JUMP_RULES,
+      }).text,
+    floorCommand: [`iptables-${mode}-restore`, ['--wait=5', '--noflush']],
+    backend: (ns) => new IptablesBackend({ backend: mode, netns: ns, logger: quiet }),
+    // Large-cluster rules (no per-endpoint comments): rewrite the service chain, add the new endpoint
+    // chain, flush and delete the old one — one restore, as an operator would write it.
+    handMade: (before, after, large) => {
+      const svc = iptServiceChain(after);
+      const sepComment = large ? '' : ` -m comment --comment ${after.name}`;
+      const svcComment = (ep: { endpoint: string }) =>
+        large ? '' : ` -m comment --comment "${after.name} -> ${ep.endpoint}"`;
+      const oldEps = before.clusterEndpoints.filter(
+        (e) => !after.clusterEndpoints.some((x) => x.endpoint === e.endpoint),
+      );
+      const newEps = after.clusterEndpoints.filter(
+        (e) => !before.clusterEndpoints.some((x) => x.endpoint === e.endpoint),
+      );
+      const n = after.clusterEndpoints.length;
+      const lines = ['*nat', `:${svc} - [0:0]`];
+      for (const e of newEps) lines.push(`:${iptEndpointChain(after, e)} - [0:0]`);
+      for (const e of oldEps) lines.push(`:${iptEndpointChain(before, e)} - [0:0]`);
+      after.clusterEndpoints.forEach((e, i) => {
+        const stat =
+          i < n - 1 ? ` -m statistic --mode random --probability ${(1 / (n - i)).toFixed(10)}` : '';
+        lines.push(`-A ${svc}${svcComment(e)}${stat} -j ${iptEndpointChain(after, e)}`);
+      });
+      for (const e of newEps) {
+        const c = iptEndpointChain(after, e);
+        lines.push(
+          `-A ${c}${sepComment} -s ${e.ip} -j KUBE-MARK-MASQ`,
+          `-A ${c}${sepComment} -m tcp -p tcp -j DNAT --to-destination ${e.endpoint}`,
+        );
+      }
+      for (const e of oldEps) lines.push(`-X ${iptEndpointChain(before, e)}`);
+      lines.push('COMMIT');
+      return lines.join('\n') + '\n';
+    },
+    dump: [`iptables-${mode}-save`, []],
+  };
+}
+
+const nftDriver: Driver = {
+  render: (state) => renderNftables(state),
+  floorCommand: ['nft', ['-f', '-']],
+  backend: (ns) => new NftablesBackend({ netns: ns, logger: quiet }),
+  handMade: (before, after) => {
+    const T = 'ip kube-proxy';
+    const svc = nftServiceChain(after);
+    const oldEps = before.clusterEndpoints.filter(
+      (e) => !after.clusterEndpoints.some((x) => x.endpoint === e.endpoint),
+    );
+    const newEps = after.clusterEndpoints.filter(
+      (e) => !before.clusterEndpoints.some((x) => x.endpoint === e.endpoint),
+    );
+    const lines: string[] = [];
+    for (const e of newEps) {
+      const c = nftEndpointChain(after, e);
+      lines.push(
+        `add chain ${T} ${c}`,
+        `add rule ${T} ${c} ip saddr ${e.ip} jump mark-for-masquerade`,
+        `add rule ${T} ${c} meta l4proto tcp dnat to ${e.endpoint}`,
+      );
+    }
+    const vmap = after.clusterEndpoints
+      .map((e, i) => `${i} : goto ${nftEndpointChain(after, e)}`)
+      .join(' , ');
+    lines.push(
+      `flush chain ${T} ${svc}`,
+      `add rule ${T} ${svc} numgen random mod ${after.clusterEndpoints.length} vmap { ${vmap} }`,
+    );
+    for (const e of oldEps)
+      lines.push(
+        `flush chain ${T} ${nftEndpointChain(before, e)}`,
+        `delete chain ${T} ${nftEndpointChain(before, e)}`,
+      );
+    return lines.join('\n') + '\n';
+  },
+  dump: ['nft', ['list', 'table', 'ip', 'kube-proxy']],
+};
+
+const normalize = (text: string) =>
+  text
+    .split('\n')
+    .filter(
+      (l) => l.trim() && !l.startsWith('#') && !/^:(INPUT|FORWARD|OUTPUT|PREROUTING|POSTROUTING) /.test(l),
+    )
+    .map((l) => l.replace(/\[\d+:\d+\]/g, '').trim())
+    .sort()
+    .join('\n');
+
+async function benchBackend(
+  name: BackendName,
+  n: number,
+  e: number,
+  changes: number,
+  checkSame: boolean,
+): Promise<Row> {
+  const driver = name === 'nftables' ? nftDriver : iptDriver(name === 'iptables-legacy' ? 'legacy' : 'nft');
+  const { services, slices } = objects(n, e);
+  const tracker = new ChangeTracker(defaultNodeContext('bench-node'), quiet);
+  for (const s of services) tracker.upsertService(s);
+  for (const s of slices) tracker.upsertEndpointSlice(s);
+  const { state } = tracker.commit();
+
+  // (a) render ÷ the kernel applying the same text; (b) nodelet's full sync into a fresh namespace.
+  // Each repeat uses two fresh namespaces and alternates which goes first, so drift in the machine's
+  // load falls on both sides; the figures are medians.
+  const repeats = Number(args.repeat ?? (n <= 1000 ? 3 : 1));
+  driver.render(state); // warm-up (JIT)
+  const renders: number[] = [];
+  const floors: number[] = [];
+  const fulls: number[] = [];
+  let text = '';
+  let floorNs: NetnsTopology | undefined;
+  let nodeletNs: NetnsTopology | undefined;
+  let backend: IptablesBackend | NftablesBackend | undefined;
+  try {
+    for (let r = 0; r < repeats; r++) {
+      const t0 = performance.now();
+      text = driver.render(state);
+      renders.push(performance.now() - t0);
+      await floorNs?.destroy();
+      await nodeletNs?.destroy();
+      floorNs = await NetnsTopology.create({ backends: 0 });
+      nodeletNs = await NetnsTopology.create({ backends: 0 });
+      const f = floorNs;
+      const runFloor = async () =>
+        floors.push((await exec(f.node, driver.floorCommand[0], driver.floorCommand[1], text)).ms);
+      const b = driver.backend(nodeletNs.node);
+      backend = b;
+      const runNodelet = async () => {
+        const t1 = performance.now();
+        await b.sync(state, emptyChangeSet(), true);
+        fulls.push(performance.now() - t1);
+      };
+      if (r % 2 === 0) {
+        await runFloor();
+        await runNodelet();
+      } else {
+        await runNodelet();
+        await runFloor();
+      }
+    }
+    const renderMs = median(renders);
+    const floorMs = median(floors);
+    const nodeletFullMs = median(fulls);
+    process.stdout.write(
+      `  ${name} ${n}: render ${renderMs.toFixed(0)} ms, kernel apply ${floorMs.toFixed(0)} ms, nodelet full sync ${nodeletFullMs.toFixed(0)} ms`,
+    );
+
+    // (c) one endpoint replaced, `changes` times: nodelet's sync (the tracker update and commit
+    // included) vs the hand-made minimal transaction, alternating which runs first.
+    const nodeletRuns: number[] = [];
+    const handRuns: number[] = [];
+    let nodeletBytes = 0;
+    let handBytes = 0;
+    let partial = true;
+    for (let k = 0; k < changes; k++) {
+      const i = Math.floor(((k + 1) * n) / (changes + 1));
+      // The state map is live, but each commit replaces a port's state object: `before` stays as it was.
+      const before = state.servicePorts.get(`bench/svc-${i}:http`)!;
+      const ips = before.endpoints.map((x) => x.ip);
+      ips[k % e] = num2ip(POD_BASE + n * e + 1000 + k);
+      const t2 = performance.now();
+      tracker.upsertEndpointSlice(slice(i, ips));
+      const c = tracker.commit();
+      const commitMs = performance.now() - t2;
+      const after = c.state.servicePorts.get(`bench/svc-${i}:http`)!;
+      const hand = driver.handMade(before, after, n * e > 1000);
+      handBytes = hand.length;
+      const f = floorNs!;
+      const b = backend!;
+      const runNodelet = async () => {
+        const t3 = performance.now();
+        const result = await b.sync(c.state, c.changes, false);
+        nodeletRuns.push(performance.now() - t3 + commitMs);
+        partial &&= !result.full;
+        nodeletBytes = result.bytes ?? 0;
+      };
+      const runHand = async () =>
+        handRuns.push((await exec(f.node, driver.floorCommand[0], driver.floorCommand[1], hand)).ms);
+      if (k % 2 === 0) {
+        await runNodelet();
+        await runHand();
+      } else {
+        await runHand();
+        await runNodelet();
+      }
+    }
+    const nodeletMs = median(nodeletRuns);
+    const handMadeMs = median(handRuns);
+    process.stdout.write(`, change ${nodeletMs.toFixed(0)} vs ${handMadeMs.toFixed(0)} ms\n`);
+    let sameRulesAfterChanges: boolean | undefined;
+    if (checkSame) {
+      const [a, b] = await Promise.all([
+        exec(floorNs!.node, driver.dump[0], driver.dump[1]),
+        exec(nodeletNs!.node, driver.dump[0], driver.dump[1]),
+      ]);
+      sameRulesAfterChanges = normalize(a.out) === normalize(b.out);
+    }
+    return {
+      backend: name,
+      services: n,
+      endpoints: e,
+      rules: { bytes: text.length, lines: text.split('\n').length - 1 },
+      renderMs: r2(renderMs),
+      floorApplyMs: r2(floorMs),
+      renderRatio: Math.round((renderMs / floorMs) * 1000) / 1000,
+      nodeletFullMs: r2(nodeletFullMs),
+      fullRatio: r2(nodeletFullMs / floorMs),
+      change: {
+        nodeletMs: r2(nodeletMs),
+        handMadeMs: r2(handMadeMs),
+        ratio: r2(nodeletMs / handMadeMs),
+        nodeletBytes,
+        handMadeBytes: handBytes,
+        partial,
+      },
+      ...(sameRulesAfterChanges !== undefined ? { sameRulesAfterChanges } : {}),
+    };
+  } finally {
+    await floorNs?.destroy();
+    await nodeletNs?.destroy();
+  }
+}
+
+/** Bulk TCP: a sink server and a sending client, each its own process; MiB/s as the client sees it. */
+const SINK = `
+const net = require('node:net');
+const s = net.createServer((c) => { let n = 0; c.on('data', (d) => { n += d.length; }); c.on('end', () => c.end(String(n))); });
+s.listen(0, '127.0.0.1', () => process.stdout.write(s.address().port + '\\n'));
+`;
+const SEND = `
+const net = require('node:net');
+const [host, port, mb] = process.argv.slice(1);
+const total = Number(mb) * 1024 * 1024;
+const chunk = Buffer.alloc(256 * 1024, 7);
+const start = process.hrtime.bigint();
+const c = net.connect({ host, port: Number(port) }, () => {
+  let sent = 0;
+  const pump = () => { while (sent < total) { sent += chunk.length; if (!c.write(chunk)) return c.once('drain', pump); } c.end(); };
+  pump();
+});
+let reply = '';
+c.on('data', (d) => (reply += d));
+c.on('end', () => { const s = Number(process.hrtime.bigint() - start) / 1e9; process.stdout.write(JSON.stringify({ bytes: Number(reply), seconds: s }) + '\\n'); });
+`;
+
+async function runNode(script: string, argv: string[]): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['-e', script, ...argv]);
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`exit ${code}`))));
+  });
+}
+
+async function benchUserspace(
+  mb: number,
+): Promise<{ directMiBps: number; proxiedMiBps: number; ratio: number; mib: number }> {
+  const server = spawn(process.execPath, ['-e', SINK]);
+  const port = Number(
+    await new Promise<string>((resolve) => server.stdout.once('data', (d) => resolve(String(d).trim()))),
+  );
+  const backend = new UserspaceBackend({ clock: new RealClock(), logger: quiet, ports: 'ephemeral' });
+  try {
+    const tracker = new ChangeTracker(defaultNodeContext('bench-node'), quiet);
+    tracker.upsertService({
+      kind: 'Service',
+      metadata: { name: 'bulk', namespace: 'bench' },
+      spec: { clusterIP: '10.96.0.1', ports: [{ port: 80 }] },
+    });
+    tracker.upsertEndpointSlice({
+      kind: 'EndpointSlice',
+      metadata: { name: 'bulk-1', namespace: 'bench', labels: { 'kubernetes.io/service-name': 'bulk' } },
+      addressType: 'IPv4',
+      endpoints: [{ addresses: ['127.0.0.1'] }],
+      ports: [{ port }],
+    });
+    const c = tracker.commit();
+    await backend.sync(c.state, c.changes, true);
+    const proxied = backend.addressOf('bench/bulk')!;
+    const rate = async (host: string, p: number) => {
+      const r = JSON.parse(await runNode(SEND, [host, String(p), String(mb)])) as {
+        bytes: number;
+        seconds: number;
+      };
+      if (r.bytes !== mb * 1024 * 1024) throw new Error(`sink got ${r.bytes} bytes`);
+      return mb / r.seconds;
+    };
+    await rate('127.0.0.1', port); // warm-up
+    const direct: number[] = [];
+    const via: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      direct.push(await rate('127.0.0.1', port));
+      via.push(await rate(proxied.address, proxied.port));
+    }
+    const d = median(direct);
+    const p = median(via);
+    return { directMiBps: Math.round(d), proxiedMiBps: Math.round(p), ratio: r2(p / d), mib: mb };
+  } finally {
+    await backend.stop();
+    server.kill();
+  }
+}
+
+async function main(): Promise<void> {
+  const support = await netnsSupport();
+  if (!support.ok) throw new Error(`the proxy bench needs root and ip netns: ${support.reason}`);
+  const sizes = args.services.split(',').map(Number);
+  const e = Number(args.endpoints);
+  const backends = args.backends.split(',').filter(Boolean) as BackendName[];
+  const changes = Number(args.changes);
+  const rows: Row[] = [];
+  const skipped: string[] = [];
+  const loadStart = loadavg();
+  console.log(
+    `proxy bench: ${sizes.join(', ')} services × ${e} endpoints; ${cpus().length} CPUs, kernel ${release()}, load ${loadStart.map((l) => l.toFixed(1)).join(' ')}`,
+  );
+  for (const name of backends) {
+    for (const n of sizes) {
+      if (name === 'iptables-nft' && n > 1000 && !args.slow) {
+        skipped.push(
+          `iptables-nft at ${n} services: one apply takes minutes here (5,000 ≈ 8 min); run with --slow`,
+        );
+        console.log(`  ${name} ${n}: skipped (minutes per apply on this machine; --slow to include)`);
+        continue;
+      }
+      rows.push(await benchBackend(name, n, e, changes, n === Math.min(...sizes)));
+    }
+  }
+  console.log('  userspace: bulk TCP throughput …');
+  const userspace = await benchUserspace(Number(args['userspace-mb']));
+
+  const table = [
+    '| backend | services × endpoints | rules (bytes) | (a) render ms | kernel apply ms | (a) ratio | (b) nodelet full ms | (b) ratio | (c) nodelet change ms | hand-made ms | (c) ratio |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    ...rows.map(
+      (r) =>
+        `| ${r.backend} | ${r.services} × ${r.endpoints} | ${r.rules.bytes.toLocaleString('en')} | ${r.renderMs} | ${r.floorApplyMs} | ${r.renderRatio} | ${r.nodeletFullMs} | ${r.fullRatio} | ${r.change.nodeletMs} | ${r.change.handMadeMs} | ${r.change.ratio} |`,
+    ),
+  ].join('\n');
+  console.log('\n' + table);
+  console.log(
+    `\nuserspace: direct ${userspace.directMiBps} MiB/s, through the proxy ${userspace.proxiedMiBps} MiB/s, ratio ${userspace.ratio} (${userspace.mib} MiB per run, median of 3)`,
+  );
+  for (const s of skipped) console.log(`skipped: ${s}`);
+  await mkdir(dirname(outFile), { recursive: true });
+  await writeFile(
+    outFile,
+    JSON.stringify(
+      {
+        date: new Date().toISOString(),
+        cpus: cpus().length,
+        kernel: release(),
+        loadavg: { start: loadStart, end: loadavg() },
+        rows,
+        skipped,
+        userspace,
+      },
+      null,
+      2,
+    ) + '\n',
+  );
+  console.log(`wrote ${outFile}`);
+}
+
+await main();

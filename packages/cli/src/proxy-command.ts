@@ -1,0 +1,389 @@
+import { isIPv4 } from 'node:net';
+import { hostname, networkInterfaces } from 'node:os';
+import { dirname, isAbsolute, resolve } from 'node:path';
+import type { Kernel, Logger, NodeletPlugin } from '@nodelet/kernel';
+import type { ProxyBackend, ProxyPluginConfig } from '@nodelet/proxy';
+import { intFlag, parseFlags } from './args.js';
+import { CliError } from './errors.js';
+
+// Flags and help load nothing heavy; the kernel, the proxy and its backends are imported only to run.
+
+export const PROXY_MODES = ['iptables', 'nftables', 'ipvs', 'userspace'] as const;
+export type ProxyMode = (typeof PROXY_MODES)[number];
+
+export const proxyHelp = `Run the proxy (kube-proxy): program Services and EndpointSlices into this node.
+
+Usage:
+  nodelet proxy --mode MODE [--services FILE_OR_DIR] [flags]
+  nodelet proxy --cleanup
+
+Modes:
+  iptables     KUBE-SERVICES → KUBE-SVC-* → KUBE-SEP-* chains, one iptables-restore per sync (root)
+  nftables     table ip kube-proxy with verdict maps, one nft -f transaction per sync (root)
+  ipvs         IPVS virtual servers + ipset/iptables helpers; rendered only without an IPVS kernel (root)
+  userspace    nodelet listens and splices connections itself; no root needed
+
+Flags:
+  --mode MODE                    iptables | nftables | ipvs | userspace (default iptables as root, else userspace)
+  --services FILE_OR_DIR         Services and EndpointSlices (YAML/JSON), re-read on change
+  --config FILE                  a KubeProxyConfiguration (kubeproxy.config.k8s.io/v1alpha1) or a
+                                 NodeletConfiguration (nodelet.dev/v1alpha1) with a proxy: section
+  --cleanup                      remove every rule, chain, table and set of every mode, then exit
+  --hostname-override NAME       node name (default: the hostname, in lower case)
+  --node-ip IP[,IP]              this node's IPv4 addresses (default: the non-loopback IPv4 addresses)
+  --cluster-cidr CIDR            pod CIDR; traffic to a ClusterIP from outside it is masqueraded
+  --masquerade-all               masquerade all traffic to services
+  --healthz-bind-address H:P     /healthz address (default 127.0.0.1:10256; "" disables it)
+  --min-sync-period D            at most one sync per D (default 1s)
+  --sync-period D                a sync at least every D (default 30s)
+  --iptables-backend B           auto | nft | legacy (default auto: as the host's existing rules)
+  --ipvs-scheduler S             rr | lc | wrr | sh | dh (default rr)
+  --listen-address IP            userspace: address to listen on (default 127.0.0.1)
+  --v N                          log verbosity: 0-1 info, 2 and up debug
+  -h, --help                     show this help
+
+Rules stay in force when the proxy stops; the next start adopts them. Starting in one mode removes what
+the other modes left. Stop it with SIGINT or SIGTERM.
+
+Examples:
+  nodelet proxy --mode nftables --services ./services.yaml
+  nodelet proxy --mode userspace --services ./services/ --listen-address 127.0.0.1
+  nodelet proxy --cleanup
+`;
+
+const options = {
+  mode: { type: 'string' },
+  services: { type: 'string' },
+  config: { type: 'string' },
+  cleanup: { type: 'boolean' },
+  'hostname-override': { type: 'string' },
+  'node-ip': { type: 'string' },
+  'cluster-cidr': { type: 'string' },
+  'masquerade-all': { type: 'boolean' },
+  'healthz-bind-address': { type: 'string' },
+  'min-sync-period': { type: 'string' },
+  'sync-period': { type: 'string' },
+  'iptables-backend': { type: 'string' },
+  'ipvs-scheduler': { type: 'string' },
+  'listen-address': { type: 'string' },
+  v: { type: 'string', short: 'v' },
+  help: { type: 'boolean', short: 'h' },
+} as const;
+
+/** Everything `nodelet proxy` runs from, merged: flags > NodeletConfiguration proxy > KubeProxyConfiguration > defaults. */
+export interface ProxySetup {
+  mode: ProxyMode | string;
+  proxy: ProxyPluginConfig;
+  iptablesBackend: 'auto' | 'nft' | 'legacy';
+  ipvsScheduler: string;
+  listenAddress: string;
+  v: number;
+  /** Where the config came from, for logs. */
+  configPath?: string;
+}
+
+/** Go duration strings ("1s", "500ms", "1m30s") in milliseconds. */
+export function parseGoDuration(text: string, field: string): number {
+  const units: Record<string, number> = {
+    ns: 1e-6,
+    us: 1e-3,
+    µs: 1e-3,
+    ms: 1,
+    s: 1000,
+    m: 60_000,
+    h: 3_600_000,
+  };
+  if (text === '0') return 0;
+  if (!/^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$/.test(text)) {
+    throw new CliError(`${field}: ${JSON.stringify(text)} is not a duration; write it like 1s, 30s or 500ms`);
+  }
+  let total = 0;
+  for (const m of text.matchAll(/(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/g)) total += Number(m[1]) * units[m[2]!]!;
+  return Math.round(total);
+}
+
+function ipv4Addresses(): string[] {
+  const out: string[] = [];
+  for (const addrs of Object.values(networkInterfaces())) {
+    for (const a of addrs ?? []) if (!a.internal && a.family === 'IPv4') out.push(a.address);
+  }
+  return out;
+}
+
+/** The upstream KubeProxyConfiguration fields nodelet reads; others are reported once by name. */
+const KUBE_PROXY_FIELDS = new Set([
+  'apiVersion',
+  'kind',
+  'mode',
+  'clusterCIDR',
+  'hostnameOverride',
+  'healthzBindAddress',
+  'nodePortAddresses',
+  'iptables',
+  'nftables',
+  'ipvs',
+  'syncPeriod',
+  'minSyncPeriod',
+]);
+
+interface FileValues {
+  mode?: string;
+  services?: string;
+  nodeName?: string;
+  nodeIPs?: string[];
+  clusterCIDR?: string;
+  healthzBindAddress?: string;
+  nodePortAddresses?: string[];
+  masqueradeAll?: boolean;
+  masqueradeBit?: number;
+  minSyncPeriodMs?: number;
+  syncPeriodMs?: number;
+  iptablesBackend?: string;
+  ipvsScheduler?: string;
+  listenAddress?: string;
+}
+
+async function readConfig(path: string, logger: Logger, seen = new Set<string>()): Promise<FileValues> {
+  const { readYamlFile } = await import('@nodelet/kernel');
+  if (seen.has(path)) throw new CliError(`${path}: configuration files include each other`);
+  seen.add(path);
+  const doc = readYamlFile(path) as Record<string, any>;
+  const where = (f: string) => `${path}: field "${f}"`;
+  const dur = (v: unknown, f: string) => (typeof v === 'string' ? parseGoDuration(v, where(f)) : undefined);
+  if (doc.kind === 'KubeProxyConfiguration') {
+    if (doc.apiVersion !== 'kubeproxy.config.k8s.io/v1alpha1') {
+      throw new CliError(`${where('apiVersion')} must be "kubeproxy.config.k8s.io/v1alpha1"`);
+    }
+    for (const key of Object.keys(doc)) {
+      if (!KUBE_PROXY_FIELDS.has(key))
+        logger.once(
+          `kube-proxy-field:${key}`,
+          'info',
+          'KubeProxyConfiguration field not implemented by nodelet; ignoring it',
+          { field: key, file: path },
+        );
+    }
+    const mode = doc.mode === '' || doc.mode === undefined ? undefined : String(doc.mode);
+    const modeSection =
+      (mode === 'nftables' ? doc.nftables : mode === 'ipvs' ? doc.ipvs : doc.iptables) ?? {};
+    return {
+      ...(mode ? { mode } : {}),
+      ...(doc.hostnameOverride ? { nodeName: String(doc.hostnameOverride) } : {}),
+      ...(doc.clusterCIDR ? { clusterCIDR: String(doc.clusterCIDR).split(',')[0]! } : {}),
+      ...(typeof doc.healthzBindAddress === 'string' ? { healthzBindAddress: doc.healthzBindAddress } : {}),
+      ...(Array.isArray(doc.nodePortAddresses)
+        ? { nodePortAddresses: doc.nodePortAddresses.filter((a: string) => a !== 'primary') }
+        : {}),
+      ...(typeof doc.iptables?.masqueradeAll === 'boolean'
+        ? { masqueradeAll: doc.iptables.masqueradeAll }
+        : {}),
+      ...(typeof doc.iptables?.masqueradeBit === 'number'
+        ? { masqueradeBit: doc.iptables.masqueradeBit }
+        : {}),
+      ...(dur(doc.minSyncPeriod ?? modeSection.minSyncPeriod, 'minSyncPeriod') !== undefined
+        ? { minSyncPeriodMs: dur(doc.minSyncPeriod ?? modeSection.minSyncPeriod, 'minSyncPeriod')! }
+        : {}),
+      ...(dur(doc.syncPeriod ?? modeSection.syncPeriod, 'syncPeriod') !== undefined
+        ? { syncPeriodMs: dur(doc.syncPeriod ?? modeSection.syncPeriod, 'syncPeriod')! }
+        : {}),
+      ...(doc.ipvs?.scheduler ? { ipvsScheduler: String(doc.ipvs.scheduler) } : {}),
+    };
+  }
+  if (doc.kind === 'NodeletConfiguration') {
+    const p = (doc.proxy ?? {}) as Record<string, any>;
+    const rel = (v: string) => (isAbsolute(v) ? v : resolve(dirname(path), v));
+    const base = p.kubeProxyConfig ? await readConfig(rel(String(p.kubeProxyConfig)), logger, seen) : {};
+    return {
+      ...base,
+      ...(doc.nodeName ? { nodeName: String(doc.nodeName) } : {}),
+      ...(p.mode ? { mode: String(p.mode) } : {}),
+      ...(p.services ? { services: rel(String(p.services)) } : {}),
+      ...(Array.isArray(p.nodeIPs) ? { nodeIPs: p.nodeIPs.map(String) } : {}),
+      ...(p.clusterCIDR ? { clusterCIDR: String(p.clusterCIDR) } : {}),
+      ...(typeof p.healthzBindAddress === 'string' ? { healthzBindAddress: p.healthzBindAddress } : {}),
+      ...(typeof p.masqueradeAll === 'boolean' ? { masqueradeAll: p.masqueradeAll } : {}),
+      ...(p.minSyncPeriod ? { minSyncPeriodMs: dur(p.minSyncPeriod, 'proxy.minSyncPeriod')! } : {}),
+      ...(p.syncPeriod ? { syncPeriodMs: dur(p.syncPeriod, 'proxy.syncPeriod')! } : {}),
+      ...(p.iptables?.backend ? { iptablesBackend: String(p.iptables.backend) } : {}),
+      ...(p.ipvs?.scheduler ? { ipvsScheduler: String(p.ipvs.scheduler) } : {}),
+      ...(p.userspace?.listenAddress ? { listenAddress: String(p.userspace.listenAddress) } : {}),
+    };
+  }
+  throw new CliError(
+    `${path}: kind must be KubeProxyConfiguration or NodeletConfiguration, got ${JSON.stringify(doc.kind)}`,
+  );
+}
+
+export interface ParsedProxyArgs {
+  help: boolean;
+  cleanup: boolean;
+  values: ReturnType<typeof parseFlags<typeof options>>['values'];
+}
+
+export function parseProxyArgs(args: readonly string[]): ParsedProxyArgs {
+  const { values, positionals } = parseFlags(args, options, 'nodelet proxy');
+  if (positionals.length > 0)
+    throw new CliError(`unexpected argument ${JSON.stringify(positionals[0])}; see nodelet proxy --help`);
+  return { help: !!values.help, cleanup: !!values.cleanup, values };
+}
+
+export async function resolveProxySetup(parsed: ParsedProxyArgs, logger: Logger): Promise<ProxySetup> {
+  const f = parsed.values;
+  const file: FileValues = f.config ? await readConfig(resolve(f.config), logger) : {};
+  const isRoot = process.getuid?.() === 0;
+  const mode = f.mode ?? file.mode ?? (isRoot ? 'iptables' : 'userspace');
+  if (!(PROXY_MODES as readonly string[]).includes(mode) && !/^(\.|\/|@|[a-z0-9])/.test(mode)) {
+    throw new CliError(
+      `--mode must be one of ${PROXY_MODES.join(', ')} (or a plugin package or path); got ${JSON.stringify(mode)}`,
+    );
+  }
+  const backend = f['iptables-backend'] ?? file.iptablesBackend ?? 'auto';
+  if (!['auto', 'nft', 'legacy'].includes(backend))
+    throw new CliError(`--iptables-backend must be auto, nft or legacy; got ${JSON.stringify(backend)}`);
+  const scheduler = f['ipvs-scheduler'] ?? file.ipvsScheduler ?? 'rr';
+  if (!['rr', 'lc', 'wrr', 'sh', 'dh'].includes(scheduler))
+    throw new CliError(`--ipvs-scheduler must be rr, lc, wrr, sh or dh; got ${JSON.stringify(scheduler)}`);
+  const nodeIPs = f['node-ip']
+    ? f['node-ip'].split(',').map((s) => s.trim())
+    : (file.nodeIPs ?? ipv4Addresses());
+  for (const ip of nodeIPs)
+    if (!isIPv4(ip)) throw new CliError(`--node-ip: ${JSON.stringify(ip)} is not an IPv4 address`);
+  const services = f.services ? resolve(f.services) : file.services;
+  const minSync = f['min-sync-period']
+    ? parseGoDuration(f['min-sync-period'], '--min-sync-period')
+    : file.minSyncPeriodMs;
+  const sync = f['sync-period'] ? parseGoDuration(f['sync-period'], '--sync-period') : file.syncPeriodMs;
+  const proxy: ProxyPluginConfig = {
+    nodeName: (f['hostname-override'] ?? file.nodeName ?? hostname()).toLowerCase(),
+    nodeIPs,
+    healthzBindAddress: f['healthz-bind-address'] ?? file.healthzBindAddress ?? '127.0.0.1:10256',
+    ...((f['cluster-cidr'] ?? file.clusterCIDR)
+      ? { clusterCIDR: (f['cluster-cidr'] ?? file.clusterCIDR)! }
+      : {}),
+    ...(f['masquerade-all'] || file.masqueradeAll ? { masqueradeAll: true } : {}),
+    ...(file.masqueradeBit !== undefined ? { masqueradeBit: file.masqueradeBit } : {}),
+    ...(file.nodePortAddresses ? { nodePortAddresses: file.nodePortAddresses } : {}),
+    ...(minSync !== undefined ? { minSyncPeriodMs: minSync } : {}),
+    ...(sync !== undefined ? { syncPeriodMs: sync } : {}),
+    ...(services ? { services } : {}),
+  };
+  return {
+    mode,
+    proxy,
+    iptablesBackend: backend as ProxySetup['iptablesBackend'],
+    ipvsScheduler: scheduler,
+    listenAddress: f['listen-address'] ?? file.listenAddress ?? '127.0.0.1',
+    v: intFlag('v', f.v?.replace(/^=/, ''), 0, 10) ?? 0,
+    ...(f.config ? { configPath: resolve(f.config) } : {}),
+  };
+}
+
+/** The backend plugin of a mode, with its configuration. */
+export async function backendPlugin(
+  setup: ProxySetup,
+): Promise<{ plugin: NodeletPlugin<any>; config: Record<string, unknown> }> {
+  switch (setup.mode) {
+    case 'iptables':
+      return {
+        plugin: (await import('@nodelet/proxy-iptables')).proxyIptablesPlugin,
+        config: { backend: setup.iptablesBackend },
+      };
+    case 'nftables':
+      return { plugin: (await import('@nodelet/proxy-nftables')).proxyNftablesPlugin, config: {} };
+    case 'ipvs':
+      return {
+        plugin: (await import('@nodelet/proxy-ipvs')).proxyIpvsPlugin,
+        config: { scheduler: setup.ipvsScheduler },
+      };
+    case 'userspace':
+      return {
+        plugin: (await import('@nodelet/proxy-userspace')).proxyUserspacePlugin,
+        config: { listenAddress: setup.listenAddress },
+      };
+    default: {
+      const target =
+        setup.mode.startsWith('.') || setup.mode.startsWith('/') ? resolve(setup.mode) : setup.mode;
+      const mod = (await import(target)) as { default?: NodeletPlugin<any>; plugin?: NodeletPlugin<any> };
+      const plugin = mod.default ?? mod.plugin;
+      if (!plugin?.manifest)
+        throw new CliError(
+          `--mode ${setup.mode}: the module exports no nodelet plugin (export default or export const plugin)`,
+        );
+      return { plugin, config: {} };
+    }
+  }
+}
+
+/** Backends that remove their own leftovers: every built-in mode except `except`. */
+async function cleaners(logger: Logger, except?: string): Promise<{ mode: string; backend: ProxyBackend }[]> {
+  const out: { mode: string; backend: ProxyBackend }[] = [];
+  if (except !== 'iptables')
+    out.push({
+      mode: 'iptables',
+      backend: new (await import('@nodelet/proxy-iptables')).IptablesBackend({ logger }),
+    });
+  if (except !== 'nftables')
+    out.push({
+      mode: 'nftables',
+      backend: new (await import('@nodelet/proxy-nftables')).NftablesBackend({ logger }),
+    });
+  if (except !== 'ipvs')
+    out.push({ mode: 'ipvs', backend: new (await import('@nodelet/proxy-ipvs')).IpvsBackend({ logger }) });
+  return out;
+}
+
+/** Removes what every mode (but `except`) left in this network namespace. Failures are logged, not fatal. */
+export async function cleanupModes(logger: Logger, except?: string): Promise<boolean> {
+  let ok = true;
+  for (const { mode, backend } of await cleaners(logger, except)) {
+    try {
+      await backend.cleanup();
+    } catch (err) {
+      ok = false;
+      logger.error(`cleaning up ${mode} rules failed`, { err: (err as Error).message });
+    }
+  }
+  return ok;
+}
+
+/**
+ * `nodelet proxy`: resolves the configuration, cleans up what other modes left, starts the kernel with
+ * the backend plugin and the proxy, and runs until a signal stops it (rules stay in force).
+ */
+export async function runProxy(
+  args: readonly string[],
+  io: { stdout: (text: string) => void; onStopped?: (signal: string) => void },
+): Promise<Kernel | undefined> {
+  const parsed = parseProxyArgs(args);
+  if (parsed.help) {
+    io.stdout(proxyHelp);
+    return undefined;
+  }
+  const { createLogger, Kernel } = await import('@nodelet/kernel');
+  const logger = createLogger({
+    level: intFlag('v', parsed.values.v?.replace(/^=/, ''), 0, 10)! >= 2 ? 'debug' : 'info',
+  });
+  if (parsed.cleanup) {
+    const ok = await cleanupModes(logger.child('cleanup'));
+    if (!ok) throw new CliError('cleanup did not finish; see the errors above');
+    logger.info('removed the proxy rules of every mode');
+    return undefined;
+  }
+  const setup = await resolveProxySetup(parsed, logger);
+  const { proxyPlugin } = await import('@nodelet/proxy');
+  const { plugin, config } = await backendPlugin(setup);
+  await cleanupModes(logger.child('cleanup'), setup.mode);
+  const kernel = new Kernel({ logger });
+  kernel.use(plugin, config, `proxy mode ${setup.mode}`);
+  kernel.use(proxyPlugin, setup.proxy, 'proxy configuration');
+  await kernel.start();
+  kernel.stopOnSignals(io.onStopped ?? (() => process.exit(0)));
+  logger.info('nodelet proxy running', {
+    mode: setup.mode,
+    node: setup.proxy.nodeName,
+    healthz: setup.proxy.healthzBindAddress || 'disabled',
+    ...(setup.proxy.services ? { services: setup.proxy.services } : {}),
+    ...(setup.configPath ? { config: setup.configPath } : {}),
+  });
+  return kernel;
+}

@@ -1,0 +1,118 @@
+import { spawn } from 'node:child_process';
+
+export interface ExecResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface ExecOptions {
+  /** Written to the command's stdin, then stdin is closed. */
+  input?: string;
+  /** Kill the command after this long. Default 10 minutes (a 5,000-service iptables-nft restore is slow). */
+  timeoutMs?: number;
+}
+
+/**
+ * Runs the kernel tools (iptables-restore, nft, ipvsadm, ipset). Backends take one so tests can record
+ * what would run, and so every command can be run inside a network namespace (`ip netns exec NS …`) —
+ * how the tests and the bench keep their rules out of the host's namespace.
+ */
+export interface CommandRunner {
+  run(command: string, args: readonly string[], options?: ExecOptions): Promise<ExecResult>;
+}
+
+export class CommandError extends Error {
+  constructor(
+    readonly command: string,
+    readonly result: ExecResult,
+  ) {
+    const detail = (result.stderr || result.stdout).trim().split('\n').slice(0, 6).join(' | ');
+    super(`${command} exited with code ${result.code}${detail ? `: ${detail}` : ''}`);
+    this.name = 'CommandError';
+  }
+}
+
+/**
+ * PATH for the kernel tools: the system directories first. Under `npx`/npm scripts, node_modules/.bin
+ * comes first in PATH, and an npm package there may shadow a system tool (@vercel/nft installs `nft`).
+ */
+export const SYSTEM_PATH = [
+  '/usr/local/sbin',
+  '/usr/local/bin',
+  '/usr/sbin',
+  '/usr/bin',
+  '/sbin',
+  '/bin',
+].join(':');
+
+export function systemEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
+  return { ...env, PATH: env.PATH ? `${SYSTEM_PATH}:${env.PATH}` : SYSTEM_PATH };
+}
+
+/** Runs commands on this host, or inside network namespace `netns` when given. */
+export class HostCommandRunner implements CommandRunner {
+  constructor(readonly netns?: string) {}
+
+  run(command: string, args: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
+    const [cmd, argv] = this.netns
+      ? ['ip', ['netns', 'exec', this.netns, command, ...args]]
+      : [command, [...args]];
+    return new Promise((resolve, reject) => {
+      const child = spawn(cmd, argv, { stdio: ['pipe', 'pipe', 'pipe'], env: systemEnv() });
+      const out: Buffer[] = [];
+      const err: Buffer[] = [];
+      const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 600_000);
+      child.stdout.on('data', (d: Buffer) => out.push(d));
+      child.stderr.on('data', (d: Buffer) => err.push(d));
+      child.on('error', (e: NodeJS.ErrnoException) => {
+        clearTimeout(timer);
+        reject(e.code === 'ENOENT' ? new Error(`${cmd} is not installed (not found in PATH)`) : e);
+      });
+      child.on('close', (code, signal) => {
+        clearTimeout(timer);
+        resolve({
+          code: code ?? (signal ? 128 : 1),
+          stdout: Buffer.concat(out).toString('utf8'),
+          stderr: Buffer.concat(err).toString('utf8') + (signal ? `\nkilled by ${signal}` : ''),
+        });
+      });
+      child.stdin.on('error', () => undefined);
+      child.stdin.end(options.input ?? '');
+    });
+  }
+}
+
+/** Runs a command and throws a CommandError when it exits non-zero. */
+export async function runChecked(
+  runner: CommandRunner,
+  command: string,
+  args: readonly string[],
+  options?: ExecOptions,
+): Promise<ExecResult> {
+  const result = await runner.run(command, args, options);
+  if (result.code !== 0) throw new CommandError(`${command} ${args.join(' ')}`.trim(), result);
+  return result;
+}
+
+/** Records commands instead of running them; answers from `respond` (default: success, no output). */
+export class RecordingRunner implements CommandRunner {
+  readonly calls: { command: string; args: string[]; input?: string }[] = [];
+
+  constructor(
+    private readonly respond: (
+      command: string,
+      args: readonly string[],
+      input?: string,
+    ) => ExecResult | undefined = () => undefined,
+  ) {}
+
+  async run(command: string, args: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
+    this.calls.push({
+      command,
+      args: [...args],
+      ...(options.input !== undefined ? { input: options.input } : {}),
+    });
+    return this.respond(command, args, options.input) ?? { code: 0, stdout: '', stderr: '' };
+  }
+}

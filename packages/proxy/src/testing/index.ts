@@ -1,0 +1,4 @@
+export * from './fixtures.js';
+export * from './netns.js';
+export * from './traffic.js';
+export * from './conformance.js';

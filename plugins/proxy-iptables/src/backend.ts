@@ -1,0 +1,188 @@
+import {
+  type ChangeSet,
+  type CommandRunner,
+  CommandError,
+  emptyChangeSet,
+  HostCommandRunner,
+  type ProxyBackend,
+  type ProxyState,
+  type SyncResult,
+} from '@nodelet/proxy';
+import type { Logger } from '@nodelet/kernel';
+import {
+  FILTER_CHAINS,
+  isServiceChain,
+  JUMP_RULES,
+  type JumpRule,
+  KUBE_PROXY_CANARY,
+  NAT_CHAINS,
+} from './chains.js';
+import { detectMode, Iptables, type IptablesMode, type SavedRules } from './iptables.js';
+import { IptablesRenderer } from './render.js';
+
+export type IptablesBackendChoice = 'auto' | IptablesMode;
+
+export interface IptablesBackendOptions {
+  /** Which iptables back end: detected from the host's rules (`auto`, the default), or forced. */
+  backend?: IptablesBackendChoice;
+  /** Run every command inside this network namespace (`ip netns exec NS …`). */
+  netns?: string;
+  /** Runs the commands; default: on this host (or in `netns`). */
+  runner?: CommandRunner;
+  logger: Logger;
+}
+
+const BUILTIN = new Set(['PREROUTING', 'INPUT', 'FORWARD', 'OUTPUT', 'POSTROUTING']);
+
+function hasJump(saved: SavedRules, j: JumpRule): boolean {
+  return (saved.rules.get(j.table) ?? []).some(
+    (r) => r.startsWith(`-A ${j.from} `) && r.endsWith(`-j ${j.to}`) && r.includes(j.comment),
+  );
+}
+
+/** Adds the failing line to iptables-restore's "line N failed" message. */
+function explain(err: unknown, text: string): Error {
+  if (!(err instanceof CommandError)) return err as Error;
+  const m = /line (\d+) failed|Error occurred at line: (\d+)/.exec(err.result.stderr);
+  if (!m) return err;
+  const n = Number(m[1] ?? m[2]);
+  return new Error(`${err.message}; line ${n} of the input is: ${text.split('\n')[n - 1]}`);
+}
+
+/**
+ * The iptables backend: upstream kube-proxy's chain layout, applied with one `iptables-restore
+ * --noflush` per sync, partial restores for changes (only the changed service chains, only top-level
+ * chains whose content changed), on the legacy or nft back end of iptables.
+ */
+export class IptablesBackend implements ProxyBackend {
+  readonly name = 'iptables';
+  private readonly runner: CommandRunner;
+  private readonly renderer = new IptablesRenderer();
+  private ipt: Iptables | undefined;
+
+  constructor(private readonly options: IptablesBackendOptions) {
+    this.runner = options.runner ?? new HostCommandRunner(options.netns);
+  }
+
+  /** The back end in use (detected on first use when `auto`). */
+  async mode(): Promise<IptablesMode> {
+    return (await this.tools()).mode;
+  }
+
+  private async tools(): Promise<Iptables> {
+    if (this.ipt) return this.ipt;
+    const choice = this.options.backend ?? 'auto';
+    let mode: IptablesMode;
+    if (choice === 'auto') {
+      const d = await detectMode(this.runner);
+      mode = d.mode;
+      this.options.logger.info(`using iptables-${mode}`, { reason: d.reason });
+    } else {
+      mode = choice;
+      this.options.logger.info(`using iptables-${mode}`, { reason: 'configured' });
+    }
+    this.ipt = new Iptables(mode, this.runner);
+    return this.ipt;
+  }
+
+  async sync(state: ProxyState, changes: ChangeSet, full: boolean): Promise<SyncResult> {
+    const ipt = await this.tools();
+    let doFull = full || !this.renderer.canPartial;
+    if (!doFull && changes.updated.size === 0 && changes.removed.size === 0) {
+      // A periodic sync with nothing to change: check that our rules are still there (the canary).
+      if (!(await ipt.hasChain('mangle', KUBE_PROXY_CANARY))) {
+        this.options.logger.warn(
+          `the ${KUBE_PROXY_CANARY} chain is gone (iptables were flushed?); rewriting every rule`,
+        );
+        doFull = true;
+      }
+    }
+    let existingChains: Set<string> | undefined;
+    let missingJumps: JumpRule[] | undefined;
+    if (doFull) {
+      const saved = await ipt.save();
+      existingChains = new Set([...(saved.chains.get('nat') ?? [])].filter(isServiceChain));
+      missingJumps = JUMP_RULES.filter((j) => !hasJump(saved, j));
+    }
+    const out = this.renderer.render({
+      state,
+      changes,
+      full: doFull,
+      ...(existingChains ? { existingChains } : {}),
+      ...(missingJumps ? { missingJumps } : {}),
+    });
+    if (out.text) {
+      try {
+        await ipt.restore(out.text);
+      } catch (err) {
+        this.renderer.reset();
+        throw explain(err, out.text);
+      }
+    }
+    this.renderer.applied(out);
+    return {
+      full: out.full,
+      written: out.rulesWritten,
+      bytes: out.text.length,
+      summary: out.text
+        ? `iptables-${ipt.mode}-restore: ${out.chainsWritten} chains, ${out.rulesWritten} rules, ${out.deletedChains.length} deleted`
+        : 'nothing to write',
+    };
+  }
+
+  /** Removes our jump rules and chains from both back ends (legacy and nft), wherever they exist. */
+  async cleanup(): Promise<void> {
+    for (const mode of ['legacy', 'nft'] as const) {
+      const ipt = new Iptables(mode, this.runner);
+      let saved: SavedRules;
+      try {
+        saved = await ipt.save();
+      } catch {
+        continue;
+      }
+      const text = cleanupRestore(saved);
+      if (!text) continue;
+      await ipt.restore(text).catch((err) => {
+        throw new Error(`cleaning up iptables-${mode} rules failed: ${(err as Error).message}`);
+      });
+      this.options.logger.info(`removed proxy rules from iptables-${mode}`);
+    }
+    this.renderer.reset();
+  }
+}
+
+/** iptables-restore input that removes our jumps and chains from what `saved` shows; '' if none. */
+export function cleanupRestore(saved: SavedRules): string {
+  const out: string[] = [];
+  const owned: Record<string, (c: string) => boolean> = {
+    filter: (c) => FILTER_CHAINS.includes(c),
+    nat: (c) => NAT_CHAINS.includes(c) || isServiceChain(c),
+    mangle: (c) => c === KUBE_PROXY_CANARY,
+  };
+  for (const table of ['filter', 'nat', 'mangle']) {
+    const chains = [...(saved.chains.get(table) ?? [])].filter(owned[table]!);
+    if (chains.length === 0) continue;
+    const ours = new Set(chains);
+    const jumps = (saved.rules.get(table) ?? []).filter((r) => {
+      const [, chain] = r.split(' ');
+      const target = /-j (\S+)$/.exec(r)?.[1];
+      return BUILTIN.has(chain!) && target !== undefined && ours.has(target);
+    });
+    out.push(`*${table}`);
+    for (const c of chains) out.push(`:${c} - [0:0]`);
+    for (const j of jumps) out.push(`-D${j.slice(2)}`);
+    for (const c of chains) out.push(`-X ${c}`);
+    out.push('COMMIT');
+  }
+  return out.length ? out.join('\n') + '\n' : '';
+}
+
+/** The full rules for `state` as iptables-restore input into an empty namespace (for golden files, dry runs). */
+export function renderIptables(state: ProxyState): string {
+  return new IptablesRenderer().render({
+    state,
+    changes: emptyChangeSet(),
+    full: true,
+    missingJumps: JUMP_RULES,
+  }).text;
+}

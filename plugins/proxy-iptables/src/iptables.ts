@@ -1,0 +1,102 @@
+import { type CommandRunner, runChecked } from '@nodelet/proxy';
+
+/** The two kernel back ends of iptables on Debian: x_tables (`iptables-legacy`) and nf_tables (`iptables-nft`). */
+export type IptablesMode = 'legacy' | 'nft';
+
+export const tools = (mode: IptablesMode) => ({
+  save: `iptables-${mode}-save`,
+  restore: `iptables-${mode}-restore`,
+});
+
+/** Hint chains kubelet (and kube-proxy's iptables-wrapper convention) leave in the mangle table. */
+const HINT_CHAINS = ['KUBE-IPTABLES-HINT', 'KUBE-KUBELET-CANARY'];
+
+export interface Detection {
+  mode: IptablesMode;
+  reason: string;
+}
+
+async function save(
+  runner: CommandRunner,
+  command: string,
+  args: string[] = [],
+): Promise<string | undefined> {
+  try {
+    const r = await runner.run(command, args, { timeoutMs: 120_000 });
+    return r.code === 0 ? r.stdout : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const ruleCount = (text: string | undefined) =>
+  (text ?? '').split('\n').filter((l) => l.startsWith('-')).length;
+
+/**
+ * Which back end the host's existing rules use, the way upstream's iptables-wrapper decides: a kubelet
+ * hint chain in the mangle table wins; otherwise the back end with more rules (IPv4 and IPv6) wins, and a
+ * tie (say, no rules at all) means nft, the default `iptables` on current distributions.
+ */
+export async function detectMode(runner: CommandRunner): Promise<Detection> {
+  for (const mode of ['nft', 'legacy'] as const) {
+    const mangle = await save(runner, `iptables-${mode}-save`, ['-t', 'mangle']);
+    const hint = HINT_CHAINS.find((c) => mangle?.includes(`:${c} `));
+    if (hint) return { mode, reason: `chain ${hint} found in iptables-${mode}-save -t mangle` };
+  }
+  const counts: Record<IptablesMode, number> = { nft: 0, legacy: 0 };
+  for (const mode of ['nft', 'legacy'] as const) {
+    counts[mode] =
+      ruleCount(await save(runner, `iptables-${mode}-save`)) +
+      ruleCount(await save(runner, `ip6tables-${mode}-save`));
+  }
+  const mode: IptablesMode = counts.legacy > counts.nft ? 'legacy' : 'nft';
+  return { mode, reason: `existing rules: ${counts.legacy} legacy, ${counts.nft} nft` };
+}
+
+/** What iptables-save shows: chains per table and rule lines per table. */
+export interface SavedRules {
+  chains: Map<string, Set<string>>;
+  rules: Map<string, string[]>;
+}
+
+export function parseSave(text: string): SavedRules {
+  const chains = new Map<string, Set<string>>();
+  const rules = new Map<string, string[]>();
+  let table = '';
+  for (const line of text.split('\n')) {
+    if (line.startsWith('*')) {
+      table = line.slice(1).trim();
+      chains.set(table, new Set());
+      rules.set(table, []);
+    } else if (line.startsWith(':')) {
+      chains.get(table)?.add(line.slice(1).split(' ')[0]!);
+    } else if (line.startsWith('-A ')) {
+      rules.get(table)?.push(line);
+    }
+  }
+  return { chains, rules };
+}
+
+/** The iptables tools of one back end, run through `runner` (possibly inside a network namespace). */
+export class Iptables {
+  constructor(
+    readonly mode: IptablesMode,
+    private readonly runner: CommandRunner,
+  ) {}
+
+  async save(): Promise<SavedRules> {
+    const r = await runChecked(this.runner, tools(this.mode).save, []);
+    return parseSave(r.stdout);
+  }
+
+  /** Whether `chain` exists in `table` (one cheap listing of that chain only). */
+  async hasChain(table: string, chain: string): Promise<boolean> {
+    const r = await this.runner.run(`iptables-${this.mode}`, ['-w', '5', '-t', table, '-S', chain]);
+    return r.code === 0;
+  }
+
+  /** One atomic `iptables-restore --noflush` (waiting for the xtables lock). */
+  async restore(text: string): Promise<void> {
+    await runChecked(this.runner, tools(this.mode).restore, ['--wait=5', '--noflush'], { input: text });
+  }
+}

@@ -1,0 +1,39 @@
+import { definePlugin } from '@nodelet/kernel';
+import { ProxyBackendCapability } from '@nodelet/proxy';
+import { IptablesBackend, type IptablesBackendChoice } from './backend.js';
+
+export interface IptablesPluginConfig {
+  /** `auto` (detect from the host's rules, as upstream), `nft` or `legacy`. */
+  backend?: IptablesBackendChoice;
+  /** Program the rules inside this network namespace instead of the process's own. */
+  netns?: string;
+}
+
+/** `proxy.mode: iptables`: provides `proxy.backend`. */
+export const proxyIptablesPlugin = definePlugin<IptablesPluginConfig>({
+  manifest: {
+    name: 'proxy-iptables',
+    version: '0.1.0',
+    description: 'kube-proxy iptables mode: KUBE-SERVICES → KUBE-SVC-* → KUBE-SEP-*, via iptables-restore',
+    provides: [ProxyBackendCapability],
+    requires: [],
+    configSchema: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        backend: { enum: ['auto', 'nft', 'legacy'] },
+        netns: { type: 'string', minLength: 1 },
+      },
+    },
+  },
+  register(ctx) {
+    ctx.provide(
+      ProxyBackendCapability,
+      new IptablesBackend({
+        backend: ctx.config.backend ?? 'auto',
+        ...(ctx.config.netns ? { netns: ctx.config.netns } : {}),
+        logger: ctx.logger,
+      }),
+    );
+  },
+});

@@ -1,0 +1,140 @@
+import test from 'ava';
+import { createLogger } from '@nodelet/kernel';
+import { ChangeTracker, defaultNodeContext } from '@nodelet/proxy';
+import { CONFORMANCE_NODE, conformanceServices, conformanceSlices } from '@nodelet/proxy/testing';
+import { cleanupRestore, renderIptables } from './backend.js';
+import { parseSave } from './iptables.js';
+import { IptablesRenderer } from './render.js';
+
+const node = {
+  ...defaultNodeContext(CONFORMANCE_NODE),
+  nodeIPs: ['192.168.0.2'],
+  clusterCIDR: '10.244.0.0/16',
+};
+
+function loaded() {
+  const tracker = new ChangeTracker(node, createLogger({ sink: () => undefined }));
+  for (const s of conformanceServices()) tracker.upsertService(s);
+  for (const s of conformanceSlices()) tracker.upsertEndpointSlice(s);
+  return tracker;
+}
+
+test('statistic probabilities are 1/(n-i) with 10 decimals; the last rule is unconditional', (t) => {
+  const text = renderIptables(loaded().commit().state);
+  const web = text
+    .split('\n')
+    .filter((l) => l.startsWith('-A KUBE-SVC-PLH5MFNFSC37FSW4 ') && l.includes('KUBE-SEP-'));
+  t.deepEqual(
+    web.map((l) => /--probability (\S+)/.exec(l)?.[1] ?? 'always'),
+    ['0.3333333333', '0.5000000000', 'always'],
+  );
+});
+
+test('partial render: one endpoint change rewrites only the chains whose rules changed', (t) => {
+  const tracker = loaded();
+  const r = new IptablesRenderer();
+  const first = tracker.commit();
+  r.applied(r.render({ ...first, full: true }));
+  const slice = conformanceSlices().find((s) => s.metadata?.name === 'web-fghij')!;
+  tracker.upsertEndpointSlice({
+    ...slice,
+    endpoints: [{ addresses: ['10.244.3.11'], conditions: { ready: true } }],
+  });
+  const out = r.render({ ...tracker.commit(), full: false });
+  t.false(out.full);
+  const lines = out.text.trim().split('\n');
+  t.deepEqual(
+    lines.filter((l) => l.startsWith('*')),
+    ['*nat'],
+    'the filter table is untouched',
+  );
+  t.false(lines.some((l) => l.startsWith(':KUBE-SERVICES') || l.startsWith('-A KUBE-SERVICES')));
+  t.deepEqual(
+    lines.filter((l) => l.startsWith(':')).map((l) => l.split(' ')[0]),
+    [':KUBE-SVC-PLH5MFNFSC37FSW4', ':KUBE-SEP-D4EJHRUN6KN2QLDJ', ':KUBE-SEP-TVFR6U4XWC7LB2P7'],
+    'the service chain, the new endpoint chain, the stale one; unchanged endpoint chains are not rewritten',
+  );
+  t.deepEqual(out.deletedChains, ['KUBE-SEP-TVFR6U4XWC7LB2P7']);
+  t.true(lines.includes('-X KUBE-SEP-TVFR6U4XWC7LB2P7'));
+  r.applied(out);
+  t.is(r.render({ ...tracker.commit(), full: false }).text, '', 'no change: nothing to restore');
+});
+
+test('partial render: a removed service rewrites KUBE-SERVICES and deletes its chains', (t) => {
+  const tracker = loaded();
+  const r = new IptablesRenderer();
+  r.applied(r.render({ ...tracker.commit(), full: true }));
+  tracker.deleteService(conformanceServices().find((s) => s.metadata?.name === 'sticky')!);
+  const out = r.render({ ...tracker.commit(), full: false });
+  t.true(out.text.includes(':KUBE-SERVICES - [0:0]'));
+  t.false(out.text.includes('10.96.0.11'));
+  t.deepEqual(out.deletedChains, [
+    'KUBE-SEP-6CWH5JC7R7G275YS',
+    'KUBE-SEP-VZQQNXML2CEP2NIX',
+    'KUBE-SEP-WWESKWK7L7UFES7Q',
+    'KUBE-SVC-DNDRB5EGXPINLEBM',
+  ]);
+});
+
+test('a service losing its last endpoint moves from nat DNAT to a filter REJECT', (t) => {
+  const tracker = loaded();
+  const r = new IptablesRenderer();
+  r.applied(r.render({ ...tracker.commit(), full: true }));
+  for (const s of conformanceSlices().filter(
+    (s) => s.metadata?.labels?.['kubernetes.io/service-name'] === 'sticky',
+  )) {
+    tracker.deleteEndpointSlice(s);
+  }
+  const out = r.render({ ...tracker.commit(), full: false });
+  t.true(
+    out.text.includes(
+      '-A KUBE-SERVICES -m comment --comment "conformance/sticky:http has no endpoints" -m tcp -p tcp -d 10.96.0.11 --dport 80 -j REJECT',
+    ),
+  );
+  t.true(out.text.includes('-X KUBE-SVC-DNDRB5EGXPINLEBM'));
+});
+
+test('large clusters leave out per-endpoint comments', (t) => {
+  const tracker = new ChangeTracker(node, createLogger({ sink: () => undefined }));
+  tracker.upsertService({
+    kind: 'Service',
+    metadata: { name: 'big', namespace: 'ns' },
+    spec: { clusterIP: '10.96.5.5', ports: [{ port: 80 }] },
+  });
+  tracker.upsertEndpointSlice({
+    kind: 'EndpointSlice',
+    metadata: { name: 'big-1', namespace: 'ns', labels: { 'kubernetes.io/service-name': 'big' } },
+    addressType: 'IPv4',
+    endpoints: Array.from({ length: 1001 }, (_, i) => ({ addresses: [`10.1.${i >> 8}.${i & 255}`] })),
+    ports: [{ port: 80 }],
+  });
+  const text = renderIptables(tracker.commit().state);
+  t.false(/-A KUBE-SEP-\S+ -m comment/.test(text));
+  t.true(text.includes('-m comment --comment "ns/big cluster IP"'));
+});
+
+test('cleanup removes our jumps and chains, and only ours', (t) => {
+  const saved = parseSave(`*nat
+:PREROUTING ACCEPT [0:0]
+:POSTROUTING ACCEPT [0:0]
+:KUBE-SERVICES - [0:0]
+:KUBE-SVC-AAAA - [0:0]
+:CNI-HOSTPORT - [0:0]
+-A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
+-A PREROUTING -j CNI-HOSTPORT
+-A KUBE-SERVICES -d 10.96.0.1/32 -j KUBE-SVC-AAAA
+COMMIT
+`);
+  t.is(
+    cleanupRestore(saved),
+    `*nat
+:KUBE-SERVICES - [0:0]
+:KUBE-SVC-AAAA - [0:0]
+-D PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES
+-X KUBE-SERVICES
+-X KUBE-SVC-AAAA
+COMMIT
+`,
+  );
+  t.is(cleanupRestore(parseSave('*filter\n:INPUT ACCEPT [0:0]\nCOMMIT\n')), '');
+});

@@ -1,0 +1,85 @@
+import test from 'ava';
+import { createLogger } from '@nodelet/kernel';
+import { ChangeTracker, defaultNodeContext } from '@nodelet/proxy';
+import { CONFORMANCE_NODE, conformanceServices, conformanceSlices } from '@nodelet/proxy/testing';
+import { kernelAtLeast, renderNftables } from './backend.js';
+import { NftRenderer } from './render.js';
+
+const node = {
+  ...defaultNodeContext(CONFORMANCE_NODE),
+  nodeIPs: ['192.168.0.2'],
+  clusterCIDR: '10.244.0.0/16',
+};
+
+function loaded() {
+  const tracker = new ChangeTracker(node, createLogger({ sink: () => undefined }));
+  for (const s of conformanceServices()) tracker.upsertService(s);
+  for (const s of conformanceSlices()) tracker.upsertEndpointSlice(s);
+  return tracker;
+}
+
+test('one service-ips verdict map rule and numgen dispatch', (t) => {
+  const text = renderNftables(loaded().commit().state);
+  t.true(
+    text.includes('add rule ip kube-proxy services ip daddr . meta l4proto . th dport vmap @service-ips\n'),
+  );
+  t.regex(
+    text,
+    /chain service-LPBTB7PB-conformance\/web\/tcp\/http \{\n(\t\t.*\n)*?\t\tnumgen random mod 3 vmap \{ 0 : goto endpoint-\S+ , 1 : goto endpoint-\S+ , 2 : goto endpoint-\S+ \}/,
+  );
+});
+
+test('partial: one endpoint change touches that service chain, its endpoint chains, nothing else', (t) => {
+  const tracker = loaded();
+  const r = new NftRenderer();
+  r.render({ ...tracker.commit(), full: true, fresh: true });
+  const slice = conformanceSlices().find((s) => s.metadata?.name === 'web-fghij')!;
+  tracker.upsertEndpointSlice({
+    ...slice,
+    endpoints: [{ addresses: ['10.244.3.11'], conditions: { ready: true } }],
+  });
+  const out = r.render({ ...tracker.commit(), full: false });
+  const lines = out.text.trim().split('\n');
+  t.false(
+    lines.some((l) => l.includes('add element') || l.includes('delete element')),
+    'no map element changes',
+  );
+  t.false(
+    lines.some((l) => / (sticky|dns|lb-local|empty)\//.test(l)),
+    'other services untouched',
+  );
+  t.true(
+    lines.includes('flush chain ip kube-proxy endpoint-FDF4LQHO-conformance/web/tcp/http__10.244.3.10/8080'),
+  );
+  t.true(
+    lines.includes('delete chain ip kube-proxy endpoint-FDF4LQHO-conformance/web/tcp/http__10.244.3.10/8080'),
+  );
+  t.true(lines.some((l) => l.trim() === 'meta l4proto tcp dnat to 10.244.3.11:8080'));
+  t.is(r.render({ ...tracker.commit(), full: false }).text, '', 'no change: no transaction');
+});
+
+test('partial: a removed service deletes its elements and chains; shared cluster IPs stay while used', (t) => {
+  const tracker = loaded();
+  const r = new NftRenderer();
+  r.render({ ...tracker.commit(), full: true, fresh: true });
+  tracker.upsertService({
+    ...conformanceServices().find((s) => s.metadata?.name === 'dns')!,
+    spec: { clusterIP: '10.96.0.13', ports: [{ name: 'dns-tcp', protocol: 'TCP', port: 53 }] },
+  });
+  const out = r.render({ ...tracker.commit(), full: false });
+  t.true(out.text.includes('delete element ip kube-proxy service-ips { 10.96.0.13 . udp . 53 }'));
+  t.false(out.text.includes('delete element ip kube-proxy cluster-ips'), 'dns-tcp still uses 10.96.0.13');
+  t.true(out.text.includes('delete chain ip kube-proxy service-5B27F7YK-conformance/dns/udp/dns'));
+});
+
+test('stale chains can be deferred for kernels before 6.2', (t) => {
+  const tracker = loaded();
+  const r = new NftRenderer();
+  r.render({ ...tracker.commit(), full: true, fresh: true });
+  tracker.deleteService(conformanceServices().find((s) => s.metadata?.name === 'terminating')!);
+  const out = r.render({ ...tracker.commit(), full: false, deleteStaleNow: false });
+  t.false(out.text.includes('delete chain'));
+  t.deepEqual(out.deferredChains.length, 2);
+  t.true(kernelAtLeast(6, 2, '6.18.44-fc'));
+  t.false(kernelAtLeast(6, 2, '5.15.0-91-generic'));
+});
