@@ -10,13 +10,18 @@ import { parseUpArgs } from './up-command.js';
 
 const kubectlPath = process.env.KUBECTL ?? '/usr/bin/kubectl';
 
-function kubectl(kubeconfig: string, args: string[], input?: string): Promise<{ code: number; stdout: string; stderr: string }> {
+function kubectl(
+  kubeconfig: string,
+  args: string[],
+  input?: string,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const child = execFile(
       kubectlPath,
       ['--kubeconfig', kubeconfig, '--cache-dir', join(kubeconfig, '..', 'kubectl-cache'), ...args],
       { timeout: 30_000, env: { ...process.env, KUBECONFIG: '' } },
-      (err, stdout, stderr) => resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+      (err, stdout, stderr) =>
+        resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
     if (input !== undefined) child.stdin?.end(input);
   });
@@ -36,10 +41,14 @@ async function up(dataDir: string): Promise<Up> {
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  await pollUntil('nodelet up to print its kubectl line', async () => (/^try: /m.test(out) ? true : undefined), {
-    timeoutMs: 20_000,
-    describe: () => `stdout: ${out}\nstderr: ${err}`,
-  });
+  await pollUntil(
+    'nodelet up to print its kubectl line',
+    async () => (/^try: /m.test(out) ? true : undefined),
+    {
+      timeoutMs: 20_000,
+      describe: () => `stdout: ${out}\nstderr: ${err}`,
+    },
+  );
   return { child, stdout: () => out, stderr: () => err, exited };
 }
 
@@ -55,20 +64,39 @@ test('nodelet up serves kubectl, prints the kubeconfig, stops on SIGTERM and kee
     const ns = await kubectl(kubeconfig, ['get', 'namespaces', '--no-headers']);
     t.is(ns.code, 0, ns.stderr);
     t.deepEqual(
-      ns.stdout.trim().split('\n').map((l) => l.split(/\s+/)[0]),
+      ns.stdout
+        .trim()
+        .split('\n')
+        .map((l) => l.split(/\s+/)[0]),
       ['default', 'kube-node-lease', 'kube-public', 'kube-system'],
     );
-    const applied = await kubectl(kubeconfig, ['apply', '-f', '-'], 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kept\ndata:\n  a: "1"\n');
+    const applied = await kubectl(
+      kubeconfig,
+      ['apply', '-f', '-'],
+      'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kept\ndata:\n  a: "1"\n',
+    );
     t.is(applied.code, 0, applied.stderr);
-    const rv = (await kubectl(kubeconfig, ['get', 'configmap', 'kept', '-o', 'jsonpath={.metadata.resourceVersion}'])).stdout;
+    const rv = (
+      await kubectl(kubeconfig, ['get', 'configmap', 'kept', '-o', 'jsonpath={.metadata.resourceVersion}'])
+    ).stdout;
     first.child.kill('SIGTERM');
     t.is(await first.exited, 0);
 
     const second = await up(dataDir);
     try {
-      const again = await kubectl(kubeconfig, ['get', 'configmap', 'kept', '-o', 'jsonpath={.metadata.resourceVersion}']);
+      const again = await kubectl(kubeconfig, [
+        'get',
+        'configmap',
+        'kept',
+        '-o',
+        'jsonpath={.metadata.resourceVersion}',
+      ]);
       t.is(again.stdout, rv);
-      const unchanged = await kubectl(kubeconfig, ['apply', '-f', '-'], 'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kept\ndata:\n  a: "1"\n');
+      const unchanged = await kubectl(
+        kubeconfig,
+        ['apply', '-f', '-'],
+        'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kept\ndata:\n  a: "1"\n',
+      );
       t.is(unchanged.stdout.trim(), 'configmap/kept unchanged');
     } finally {
       second.child.kill('SIGTERM');
@@ -80,8 +108,12 @@ test('nodelet up serves kubectl, prints the kubeconfig, stops on SIGTERM and kee
 });
 
 test('nodelet up refuses bad flags with one line that names the flag', async (t) => {
-  t.throws(() => parseUpArgs(['--runtime', 'docker']), { message: 'flag --runtime must be fake or containerd, got "docker"' });
-  t.throws(() => parseUpArgs(['--nodes', '0']), { message: /flag --nodes must be an integer from 1 to 1000/ });
+  t.throws(() => parseUpArgs(['--runtime', 'docker']), {
+    message: 'flag --runtime must be fake or containerd, got "docker"',
+  });
+  t.throws(() => parseUpArgs(['--nodes', '0']), {
+    message: /flag --nodes must be an integer from 1 to 1000/,
+  });
   t.throws(() => parseUpArgs(['--port', 'x']), { message: /flag --port must be an integer/ });
   t.is(parseUpArgs([]).flags.port, 6443);
   const help = await nodelet(['up', '--help']);

@@ -59,7 +59,9 @@ export function parseUpArgs(args: readonly string[]): { help: boolean; flags: Up
   }
   const nodes = intFlag('nodes', values.nodes, 1, 1000) ?? 1;
   if (runtime === 'containerd' && nodes !== 1) {
-    throw new CliError('flag --nodes simulates nodes on the fake runtime; with --runtime containerd there is one node');
+    throw new CliError(
+      'flag --nodes simulates nodes on the fake runtime; with --runtime containerd there is one node',
+    );
   }
   return {
     help: !!values.help,
@@ -75,8 +77,10 @@ export function parseUpArgs(args: readonly string[]): { help: boolean; flags: Up
 }
 
 /**
- * `nodelet up`: starts the control plane as a kernel plugin and runs until a signal stops it. Resolves
- * once it serves; `onStopped` is called (default: exit 0) after a signal stopped it.
+ * `nodelet up`: starts the control plane as a kernel plugin, then `--nodes` kubelets (one kernel each:
+ * its runtime plugin and the kubelet) that join it with node kubeconfigs it issues, and serves their
+ * container logs to `kubectl logs`. Runs until a signal stops it. Resolves once everything serves;
+ * `onStopped` is called (default: exit 0) after a signal stopped it.
  */
 export async function runUp(
   args: readonly string[],
@@ -87,26 +91,108 @@ export async function runUp(
     io.stdout(upHelp);
     return undefined;
   }
-  const [{ Kernel, createLogger }, { controlPlanePlugin, ControlPlaneApi }] = await Promise.all([
-    import('@nodelet/kernel'),
-    import('@nodelet/controlplane'),
+  const [{ Kernel, createLogger }, { controlPlanePlugin, ControlPlaneApi }, { KubeletCapability, ReadOnlyServer }] =
+    await Promise.all([import('@nodelet/kernel'), import('@nodelet/controlplane'), import('@nodelet/kubelet')]);
+  const [{ hostEnv, resolveKubeletSetup }, { buildKernel }] = await Promise.all([
+    import('./kubelet-setup.js'),
+    import('./kubelet-command.js'),
   ]);
   const logger = createLogger({ level: flags.v >= 2 ? 'debug' : 'info' });
   const kernel = new Kernel({ logger });
-  kernel.use(controlPlanePlugin, { dataDir: flags.dataDir, port: flags.port, bindAddress: flags.address }, 'nodelet up flags');
+  kernel.use(
+    controlPlanePlugin,
+    { dataDir: flags.dataDir, port: flags.port, bindAddress: flags.address },
+    'nodelet up flags',
+  );
   await kernel.start();
-  kernel.stopOnSignals(io.onStopped ?? (() => process.exit(0)));
   const cp = kernel.get(ControlPlaneApi);
-  // The kubelet joins the API server (API pod source, node registration, status) in the next issue;
-  // until then no node registers and pods stay Pending.
-  logger.warn('no kubelet joins this control plane yet: no node registers, pods stay Pending', {
-    runtime: flags.runtime,
-    nodes: flags.nodes,
-  });
+
+  const stops: (() => Promise<void>)[] = [];
+  const stopAll = async () => {
+    for (const stop of stops.splice(0).reverse()) {
+      try {
+        await stop();
+      } catch (err) {
+        logger.error('stopping failed', { err: String(err) });
+      }
+    }
+  };
+  stops.push(() => kernel.stop());
+  try {
+    const env = hostEnv(logger);
+    const host = env.hostname.trim().toLowerCase() || 'nodelet';
+    for (let i = 1; i <= flags.nodes; i++) {
+      const name = flags.nodes === 1 ? host : `${host}-${i}`;
+      const nodeDir = join(flags.dataDir, 'nodes', name);
+      const setup = resolveKubeletSetup(
+        {
+          hostnameOverride: name,
+          kubeconfig: await cp.nodeKubeconfig(name),
+          runtime: flags.runtime,
+          rootDir: join(nodeDir, 'kubelet'),
+          readOnlyPort: 0,
+        },
+        env,
+      );
+      setup.kubelet.podLogsDir = join(nodeDir, 'pods');
+      const nodeKernel = await buildKernel(setup, logger.child(name));
+      await nodeKernel.start();
+      stops.push(() => nodeKernel.stop());
+      // kubectl logs: the API server reads the node's container logs from its kubelet, as upstream does.
+      const logs = new ReadOnlyServer(nodeKernel.get(KubeletCapability), logger.child(name).child('logs'));
+      const address = await logs.listen(0, '127.0.0.1');
+      stops.push(() => logs.close());
+      const unregister = cp.registerLogProvider(name, kubeletLogs(address.port));
+      stops.push(async () => unregister());
+    }
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+  const onStopped = io.onStopped ?? (() => process.exit(0));
+  const onSignal = (signal: NodeJS.Signals) => {
+    logger.info('received signal; stopping', { signal });
+    void stopAll().then(() => onStopped(signal));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
   io.stdout(
-    `nodelet control plane is serving at ${cp.url}\n` +
+    `nodelet control plane is serving at ${cp.url} with ${flags.nodes} node${flags.nodes === 1 ? '' : 's'} (${flags.runtime} runtime)\n` +
       `kubeconfig: ${cp.kubeconfigPath}\n` +
       `try: kubectl --kubeconfig ${cp.kubeconfigPath} get nodes\n`,
   );
   return kernel;
+}
+
+/** `pods/log` from a kubelet's `/containerLogs` endpoint on 127.0.0.1:`port`. */
+function kubeletLogs(port: number) {
+  return {
+    async logs(
+      pod: { metadata: { namespace?: string; name?: string } },
+      options: { container: string; follow: boolean; previous: boolean; tailLines?: number },
+      signal: AbortSignal,
+    ) {
+      const { ApiError } = await import('@nodelet/controlplane');
+      const { request } = await import('node:http');
+      const query = new URLSearchParams();
+      if (options.follow) query.set('follow', 'true');
+      if (options.previous) query.set('previous', 'true');
+      if (options.tailLines !== undefined) query.set('tailLines', String(options.tailLines));
+      const path = `/containerLogs/${encodeURIComponent(pod.metadata.namespace ?? '')}/${encodeURIComponent(pod.metadata.name ?? '')}/${encodeURIComponent(options.container)}?${query}`;
+      return new Promise<import('node:http').IncomingMessage>((resolve, reject) => {
+        const req = request({ host: '127.0.0.1', port, path, signal }, (res) => {
+          if (res.statusCode === 200) return resolve(res);
+          let text = '';
+          res.on('data', (d: Buffer) => (text += d.toString()));
+          res.on('end', () => {
+            const code = res.statusCode === 404 ? 404 : res.statusCode === 400 ? 400 : 500;
+            const reason = code === 404 ? 'NotFound' : code === 400 ? 'BadRequest' : 'InternalError';
+            reject(new ApiError(code, reason, text.trim()));
+          });
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    },
+  };
 }

@@ -1,0 +1,489 @@
+/**
+ * The embedded control plane's API throughput and watch fan-out, against a floor measured in the same run:
+ * raw better-sqlite3 inserts of the same pod JSON into a table of the same shape, one transaction each.
+ *
+ *   npm run bench:api --workspace @nodelet/bench -- [--pods 10000] [--watchers 100] [--concurrency 32]
+ *
+ * Per run:
+ *
+ *   floor     a fresh SQLite file (WAL, synchronous=NORMAL, as the control plane opens it); for each pod
+ *             one INSERT of its JSON (as the API server would store it) in its own transaction; inserts/s
+ *             and the p99 of one insert.
+ *   registry  the same pods through the control plane in-process (`Registry.create`: decoding, defaults,
+ *             validation, the revision log, watch fan-out to nobody): what the HTTP layer adds to.
+ *   api       a control plane in this process (its own data directory, controllers off so that the only
+ *             writes are the creates) and a load process (child) that opens `--watchers` watch streams on
+ *             the pods of the namespace, then POSTs the pods over HTTPS (keep-alive, `--concurrency` in
+ *             flight, the admin's client certificate); creates/s over the whole run, p50/p99 latency of
+ *             one create; the time until every watcher has received every ADDED event, and the events/s
+ *             that makes across all watchers.
+ *   ratio     floor inserts/s ÷ api creates/s: how many raw inserts one API create costs.
+ *
+ * Prints a table and writes bench/results/api.json.
+ */
+import { fork } from 'node:child_process';
+import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { Agent, request } from 'node:https';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import Database from 'better-sqlite3';
+import { ControlPlane } from '@nodelet/controlplane';
+import { createLogger, RealClock } from '@nodelet/kernel';
+
+const benchDir = join(dirname(fileURLToPath(import.meta.url)), '..');
+
+function podBody(i: number) {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: {
+      name: `bench-${String(i).padStart(6, '0')}`,
+      labels: { app: 'bench', shard: String(i % 16) },
+    },
+    spec: {
+      containers: [
+        {
+          name: 'app',
+          image: 'registry.local/bench/app:1.0',
+          ports: [{ name: 'http', containerPort: 8080 }],
+          resources: { requests: { cpu: '10m', memory: '16Mi' } },
+          env: [{ name: 'INDEX', value: String(i) }],
+        },
+      ],
+    },
+  };
+}
+
+function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return 0;
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+}
+
+// ----- the load process ---------------------------------------------------------------------------------
+
+interface LoadRequest {
+  url: string;
+  ca: string;
+  cert: string;
+  key: string;
+  pods: number;
+  watchers: number;
+  concurrency: number;
+  resourceVersion: string;
+}
+
+export interface LoadResult {
+  createsMs: number;
+  latencies: number[];
+  fanoutMs: number;
+  maxLagMs: number;
+  eventsPerWatcher: number[];
+  errors: string[];
+}
+
+async function load(req: LoadRequest): Promise<LoadResult> {
+  const agent = new Agent({
+    keepAlive: true,
+    maxSockets: req.concurrency,
+    ca: req.ca,
+    cert: req.cert,
+    key: req.key,
+  });
+  const errors: string[] = [];
+  const counts = new Array<number>(req.watchers).fill(0);
+  const lastEventAt = new Array<number>(req.watchers).fill(0);
+  const createdAt = new Map<string, number>();
+  let maxLag = 0;
+  let allDone!: () => void;
+  const allReceived = new Promise<void>((r) => (allDone = r));
+  let complete = 0;
+  const streams: ReturnType<typeof request>[] = [];
+  // Watchers first: each one sees every create.
+  await Promise.all(
+    Array.from(
+      { length: req.watchers },
+      (_, w) =>
+        new Promise<void>((opened, failed) => {
+          const r = request(
+            new URL(
+              `/api/v1/namespaces/bench/pods?watch=true&resourceVersion=${req.resourceVersion}`,
+              req.url,
+            ),
+            { agent: new Agent({ keepAlive: false, ca: req.ca, cert: req.cert, key: req.key }) },
+            (res) => {
+              opened();
+              let buf = '';
+              res.on('data', (chunk: Buffer) => {
+                buf += chunk.toString('utf8');
+                let i: number;
+                while ((i = buf.indexOf('\n')) >= 0) {
+                  const line = buf.slice(0, i);
+                  buf = buf.slice(i + 1);
+                  if (!line.startsWith('{"type":"ADDED"')) continue;
+                  const now = performance.now();
+                  counts[w]!++;
+                  lastEventAt[w] = now;
+                  const name = /"name":"(bench-\d+)"/.exec(line)?.[1];
+                  const sent = name ? createdAt.get(name) : undefined;
+                  if (sent !== undefined && now - sent > maxLag) maxLag = now - sent;
+                  if (counts[w] === req.pods && ++complete === req.watchers) allDone();
+                }
+              });
+            },
+          );
+          r.on('error', (e) => {
+            errors.push(`watch ${w}: ${e.message}`);
+            failed(e);
+          });
+          r.end();
+          streams.push(r);
+        }),
+    ),
+  );
+  const latencies: number[] = [];
+  const start = performance.now();
+  let next = 0;
+  const worker = async () => {
+    for (;;) {
+      const i = next++;
+      if (i >= req.pods) return;
+      const body = Buffer.from(JSON.stringify(podBody(i)));
+      const t0 = performance.now();
+      createdAt.set(podBody(i).metadata.name, t0);
+      const status = await new Promise<number>((resolve) => {
+        const r = request(
+          new URL('/api/v1/namespaces/bench/pods', req.url),
+          {
+            method: 'POST',
+            agent,
+            headers: {
+              'content-type': 'application/json',
+              'content-length': body.length,
+              accept: 'application/json',
+            },
+          },
+          (res) => {
+            res.resume();
+            res.on('end', () => resolve(res.statusCode ?? 0));
+          },
+        );
+        r.on('error', (e) => {
+          errors.push(e.message);
+          resolve(0);
+        });
+        r.end(body);
+      });
+      latencies.push(performance.now() - t0);
+      if (status !== 201) errors.push(`create ${i}: HTTP ${status}`);
+    }
+  };
+  await Promise.all(Array.from({ length: req.concurrency }, worker));
+  const createsMs = performance.now() - start;
+  const deadline = setTimeout(() => allDone(), 120_000);
+  await allReceived;
+  clearTimeout(deadline);
+  const fanoutMs = Math.max(...lastEventAt) - start;
+  for (const s of streams) s.destroy();
+  agent.destroy();
+  return {
+    createsMs,
+    latencies,
+    fanoutMs,
+    maxLagMs: maxLag,
+    eventsPerWatcher: counts,
+    errors: errors.slice(0, 10),
+  };
+}
+
+if (process.argv[2] === '--load') {
+  process.once('message', (msg) => {
+    void load(msg as LoadRequest).then(
+      (result) => process.send!(result, () => process.exit(0)),
+      (err) => process.send!({ error: String(err) }, () => process.exit(1)),
+    );
+  });
+}
+
+// ----- the orchestrator ---------------------------------------------------------------------------------
+
+interface Measured {
+  perSecond: number;
+  p99Ms: number;
+  /** CPU time of this process (user + system) per operation. */
+  cpuMsPerOp: number;
+}
+
+function floor(dir: string, pods: number): Measured {
+  const db = new Database(join(dir, 'floor.db'));
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.exec(
+    'CREATE TABLE log (rev INTEGER PRIMARY KEY, resource TEXT, namespace TEXT, name TEXT, op INTEGER, prev_rev INTEGER, value TEXT)',
+  );
+  const insert = db.prepare(
+    'INSERT INTO log (rev, resource, namespace, name, op, prev_rev, value) VALUES (?, ?, ?, ?, ?, ?, ?)',
+  );
+  const write = db.transaction((i: number, json: string) =>
+    insert.run(i + 1, 'pods', 'bench', `bench-${i}`, 1, null, json),
+  );
+  // The value as the server stores it: the defaulted pod with its metadata.
+  const stored = (i: number) =>
+    JSON.stringify({
+      ...podBody(i),
+      metadata: {
+        ...podBody(i).metadata,
+        namespace: 'bench',
+        uid: crypto.randomUUID(),
+        resourceVersion: String(i + 1),
+        creationTimestamp: new Date().toISOString(),
+      },
+      status: { phase: 'Pending', qosClass: 'Burstable' },
+    });
+  const values = Array.from({ length: pods }, (_, i) => stored(i));
+  const times: number[] = [];
+  const cpu0 = process.cpuUsage();
+  const start = performance.now();
+  for (let i = 0; i < pods; i++) {
+    const t0 = performance.now();
+    write(i, values[i]!);
+    times.push(performance.now() - t0);
+  }
+  const ms = performance.now() - start;
+  const cpu = process.cpuUsage(cpu0);
+  db.close();
+  times.sort((a, b) => a - b);
+  return {
+    perSecond: (pods / ms) * 1000,
+    p99Ms: percentile(times, 99),
+    cpuMsPerOp: (cpu.user + cpu.system) / 1000 / pods,
+  };
+}
+
+async function inProcess(dir: string, pods: number): Promise<Measured> {
+  const cp = new ControlPlane({
+    dataDir: join(dir, 'registry'),
+    clock: new RealClock(),
+    logger: createLogger({ level: 'warn' }),
+    port: 0,
+    controllers: { scheduler: false, endpointSlices: false },
+  });
+  await cp.start();
+  const reg = cp.registry;
+  reg.create(reg.byStorage('namespaces'), '', {
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: { name: 'bench' },
+  });
+  const podsType = reg.byStorage('pods');
+  const times: number[] = [];
+  const cpu0 = process.cpuUsage();
+  const start = performance.now();
+  for (let i = 0; i < pods; i++) {
+    const t0 = performance.now();
+    reg.create(podsType, 'bench', podBody(i));
+    times.push(performance.now() - t0);
+  }
+  const ms = performance.now() - start;
+  const cpu = process.cpuUsage(cpu0);
+  await cp.stop();
+  times.sort((a, b) => a - b);
+  return {
+    perSecond: (pods / ms) * 1000,
+    p99Ms: percentile(times, 99),
+    cpuMsPerOp: (cpu.user + cpu.system) / 1000 / pods,
+  };
+}
+
+async function api(dir: string, pods: number, watchers: number, concurrency: number) {
+  const cp = new ControlPlane({
+    dataDir: join(dir, 'api'),
+    clock: new RealClock(),
+    logger: createLogger({ level: 'warn' }),
+    port: 0,
+    controllers: { scheduler: false, endpointSlices: false },
+  });
+  await cp.start();
+  const reg = cp.registry;
+  reg.create(reg.byStorage('namespaces'), '', {
+    apiVersion: 'v1',
+    kind: 'Namespace',
+    metadata: { name: 'bench' },
+  });
+  const child = fork(fileURLToPath(import.meta.url), ['--load'], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const cpu0 = process.cpuUsage();
+  const result = await new Promise<LoadResult & { error?: string }>((resolve, reject) => {
+    child.once('message', (m) => resolve(m as LoadResult));
+    child.once('exit', (code) => (code ? reject(new Error(`load process exited with ${code}`)) : undefined));
+    child.send({
+      url: cp.url,
+      ca: cp.caCert,
+      cert: cp.adminCredentials.cert,
+      key: cp.adminCredentials.key,
+      pods,
+      watchers,
+      concurrency,
+      resourceVersion: String(cp.store.revision),
+    } satisfies LoadRequest);
+  });
+  const cpu = process.cpuUsage(cpu0);
+  await cp.stop();
+  if (result.error) throw new Error(result.error);
+  const lat = [...result.latencies].sort((a, b) => a - b);
+  return {
+    perSecond: (pods / result.createsMs) * 1000,
+    p50Ms: percentile(lat, 50),
+    p99Ms: percentile(lat, 99),
+    fanoutS: result.fanoutMs / 1000,
+    eventsPerSecond: (pods * watchers) / (result.fanoutMs / 1000),
+    maxLagMs: result.maxLagMs,
+    complete: result.eventsPerWatcher.every((n) => n === pods),
+    /** CPU time of the server process (user + system) per create, fan-out included. */
+    cpuMsPerOp: (cpu.user + cpu.system) / 1000 / pods,
+    errors: result.errors,
+  };
+}
+
+/**
+ * A second floor: an HTTPS server with the same certificates that reads each POST, parses it and answers
+ * with it (201): what Node's TLS and HTTP cost for the same requests, with no API work.
+ */
+async function echo(dir: string, pods: number, concurrency: number) {
+  const cp = new ControlPlane({
+    dataDir: join(dir, 'echo-pki'),
+    clock: new RealClock(),
+    logger: createLogger({ level: 'warn' }),
+    port: 0,
+    controllers: { scheduler: false, endpointSlices: false },
+  });
+  await cp.start();
+  const tls = { ca: cp.caCert, ...cp.adminCredentials };
+  const pki = join(dir, 'echo-pki', 'pki');
+  const { readFile } = await import('node:fs/promises');
+  const serving = {
+    cert: await readFile(join(pki, 'apiserver.crt'), 'utf8'),
+    key: await readFile(join(pki, 'apiserver.key'), 'utf8'),
+  };
+  await cp.stop();
+  const { createServer } = await import('node:https');
+  const server = createServer(
+    { ...serving, ca: tls.ca, requestCert: true, rejectUnauthorized: false },
+    (req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const obj = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        res.writeHead(201, { 'content-type': 'application/json' }).end(JSON.stringify(obj));
+      });
+    },
+  );
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
+  const port = (server.address() as { port: number }).port;
+  const child = fork(fileURLToPath(import.meta.url), ['--load'], {
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const cpu0 = process.cpuUsage();
+  const result = await new Promise<LoadResult>((resolve) => {
+    child.once('message', (m) => resolve(m as LoadResult));
+    child.send({
+      url: `https://127.0.0.1:${port}`,
+      ca: tls.ca,
+      cert: tls.cert,
+      key: tls.key,
+      pods,
+      watchers: 0,
+      concurrency,
+      resourceVersion: '0',
+    } satisfies LoadRequest);
+  });
+  const cpu = process.cpuUsage(cpu0);
+  server.closeAllConnections();
+  server.close();
+  const lat = [...result.latencies].sort((a, b) => a - b);
+  return {
+    perSecond: (pods / result.createsMs) * 1000,
+    p50Ms: percentile(lat, 50),
+    p99Ms: percentile(lat, 99),
+    cpuMsPerOp: (cpu.user + cpu.system) / 1000 / pods,
+  };
+}
+
+async function main(): Promise<void> {
+  const { values } = parseArgs({
+    options: {
+      pods: { type: 'string', default: '10000' },
+      watchers: { type: 'string', default: '100' },
+      concurrency: { type: 'string', default: '32' },
+      out: { type: 'string' },
+    },
+  });
+  const pods = Number(values.pods);
+  const watchers = Number(values.watchers);
+  const concurrency = Number(values.concurrency);
+  const dir = await mkdtemp(join(tmpdir(), 'nodelet-bench-api-'));
+  try {
+    const f = floor(dir, pods);
+    const r = await inProcess(dir, pods);
+    const e = await echo(dir, pods, concurrency);
+    const a = await api(dir, pods, watchers, concurrency);
+    const fmt = (n: number, d = 0) =>
+      n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
+    console.log(
+      `pods ${pods}, watchers ${watchers}, concurrency ${concurrency}; ${cpus().length} CPUs, load ${loadavg()[0]!.toFixed(1)}`,
+    );
+    console.log('');
+    console.log(
+      '| path | creates/s | p50 ms | p99 ms | ratio to floor (creates/s) | CPU ms per create | ratio to floor (CPU) |',
+    );
+    console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: |');
+    const row = (name: string, m: { perSecond: number; p50Ms?: number; p99Ms: number; cpuMsPerOp: number }) =>
+      console.log(
+        `| ${name} | ${fmt(m.perSecond)} | ${m.p50Ms === undefined ? '—' : fmt(m.p50Ms, 2)} | ${fmt(m.p99Ms, 2)} | ` +
+          `${fmt(f.perSecond / m.perSecond, 1)}× | ${fmt(m.cpuMsPerOp, 3)} | ${fmt(m.cpuMsPerOp / f.cpuMsPerOp, 1)}× |`,
+      );
+    row('floor: raw better-sqlite3 insert', f);
+    row('registry in-process (no HTTP)', r);
+    row('HTTPS echo server (same requests, no API work)', e);
+    row(`HTTPS API, ${watchers} watchers`, a);
+    console.log('');
+    console.log(
+      `watch fan-out: ${watchers} watchers × ${pods} events = ${fmt(pods * watchers)} events in ${fmt(a.fanoutS, 2)} s ` +
+        `(${fmt(a.eventsPerSecond)} events/s), max lag ${fmt(a.maxLagMs)} ms, every watcher complete: ${a.complete}`,
+    );
+    if (a.errors.length) console.log(`errors: ${a.errors.join('; ')}`);
+    const out = values.out ?? join(benchDir, 'results', 'api.json');
+    await mkdir(dirname(out), { recursive: true });
+    await writeFile(
+      out,
+      JSON.stringify(
+        {
+          date: new Date().toISOString(),
+          node: process.version,
+          cpus: cpus().length,
+          load: loadavg()[0],
+          pods,
+          watchers,
+          concurrency,
+          floor: f,
+          registry: { ...r, ratio: f.perSecond / r.perSecond },
+          httpsEcho: { ...e, ratio: f.perSecond / e.perSecond },
+          api: { ...a, ratio: f.perSecond / a.perSecond },
+        },
+        null,
+        2,
+      ) + '\n',
+    );
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[2] !== '--load') {
+  main().catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+}

@@ -1,0 +1,264 @@
+import { badRequest, unsupportedMediaType } from './status.js';
+
+/**
+ * Request bodies in the Kubernetes protobuf encoding (`application/vnd.kubernetes.protobuf`), for the kinds
+ * kubectl's typed clients send that way: `kubectl create namespace|configmap|secret|service|serviceaccount`.
+ * The envelope is the 4-byte magic `k8s\0` and a runtime.Unknown (typeMeta, raw, contentEncoding,
+ * contentType); `raw` is the object's message. The field numbers are those of the upstream Go types'
+ * `protobuf` struct tags. A body of another kind is refused (415) with a message that says to send JSON.
+ * Responses are always JSON, which these clients accept.
+ */
+type Kind =
+  | 'string'
+  | 'bytes'
+  | 'int'
+  | 'bool'
+  | 'time'
+  | 'intOrString'
+  | { message: string }
+  | { map: 'string' | 'bytes' }
+  | { repeated: 'string' | { message: string } };
+
+type Fields = Record<number, [string, Kind]>;
+
+const objectReference: Fields = {
+  1: ['kind', 'string'],
+  2: ['namespace', 'string'],
+  3: ['name', 'string'],
+  4: ['uid', 'string'],
+  5: ['apiVersion', 'string'],
+  6: ['resourceVersion', 'string'],
+  7: ['fieldPath', 'string'],
+};
+
+const messages: Record<string, Fields> = {
+  TypeMeta: { 1: ['apiVersion', 'string'], 2: ['kind', 'string'] },
+  ObjectMeta: {
+    1: ['name', 'string'],
+    2: ['generateName', 'string'],
+    3: ['namespace', 'string'],
+    4: ['selfLink', 'string'],
+    5: ['uid', 'string'],
+    6: ['resourceVersion', 'string'],
+    7: ['generation', 'int'],
+    8: ['creationTimestamp', 'time'],
+    9: ['deletionTimestamp', 'time'],
+    10: ['deletionGracePeriodSeconds', 'int'],
+    11: ['labels', { map: 'string' }],
+    12: ['annotations', { map: 'string' }],
+    13: ['ownerReferences', { repeated: { message: 'OwnerReference' } }],
+    14: ['finalizers', { repeated: 'string' }],
+  },
+  OwnerReference: {
+    1: ['kind', 'string'],
+    3: ['name', 'string'],
+    4: ['uid', 'string'],
+    5: ['apiVersion', 'string'],
+    6: ['controller', 'bool'],
+    7: ['blockOwnerDeletion', 'bool'],
+  },
+  ObjectReference: objectReference,
+  LocalObjectReference: { 1: ['name', 'string'] },
+  Namespace: {
+    1: ['metadata', { message: 'ObjectMeta' }],
+    2: ['spec', { message: 'NamespaceSpec' }],
+    3: ['status', { message: 'NamespaceStatus' }],
+  },
+  NamespaceSpec: { 1: ['finalizers', { repeated: 'string' }] },
+  NamespaceStatus: { 1: ['phase', 'string'] },
+  ConfigMap: {
+    1: ['metadata', { message: 'ObjectMeta' }],
+    2: ['data', { map: 'string' }],
+    3: ['binaryData', { map: 'bytes' }],
+    4: ['immutable', 'bool'],
+  },
+  Secret: {
+    1: ['metadata', { message: 'ObjectMeta' }],
+    2: ['data', { map: 'bytes' }],
+    3: ['type', 'string'],
+    4: ['stringData', { map: 'string' }],
+    5: ['immutable', 'bool'],
+  },
+  ServiceAccount: {
+    1: ['metadata', { message: 'ObjectMeta' }],
+    2: ['secrets', { repeated: { message: 'ObjectReference' } }],
+    3: ['imagePullSecrets', { repeated: { message: 'LocalObjectReference' } }],
+    4: ['automountServiceAccountToken', 'bool'],
+  },
+  Service: {
+    1: ['metadata', { message: 'ObjectMeta' }],
+    2: ['spec', { message: 'ServiceSpec' }],
+    3: ['status', { message: 'ServiceStatus' }],
+  },
+  ServiceSpec: {
+    1: ['ports', { repeated: { message: 'ServicePort' } }],
+    2: ['selector', { map: 'string' }],
+    3: ['clusterIP', 'string'],
+    4: ['type', 'string'],
+    5: ['externalIPs', { repeated: 'string' }],
+    7: ['sessionAffinity', 'string'],
+    8: ['loadBalancerIP', 'string'],
+    9: ['loadBalancerSourceRanges', { repeated: 'string' }],
+    10: ['externalName', 'string'],
+    11: ['externalTrafficPolicy', 'string'],
+    12: ['healthCheckNodePort', 'int'],
+    13: ['publishNotReadyAddresses', 'bool'],
+    17: ['ipFamilyPolicy', 'string'],
+    18: ['clusterIPs', { repeated: 'string' }],
+    19: ['ipFamilies', { repeated: 'string' }],
+    20: ['allocateLoadBalancerNodePorts', 'bool'],
+    21: ['loadBalancerClass', 'string'],
+    22: ['internalTrafficPolicy', 'string'],
+    23: ['trafficDistribution', 'string'],
+  },
+  ServicePort: {
+    1: ['name', 'string'],
+    2: ['protocol', 'string'],
+    3: ['port', 'int'],
+    4: ['targetPort', 'intOrString'],
+    5: ['nodePort', 'int'],
+    6: ['appProtocol', 'string'],
+  },
+  ServiceStatus: {},
+};
+
+const magic = Buffer.from([0x6b, 0x38, 0x73, 0x00]);
+
+class Reader {
+  pos = 0;
+  constructor(readonly buf: Buffer) {}
+
+  get done(): boolean {
+    return this.pos >= this.buf.length;
+  }
+
+  varint(): number {
+    let result = 0;
+    let shift = 0;
+    for (let i = 0; i < 10; i++) {
+      if (this.pos >= this.buf.length) throw badRequest('protobuf body is truncated');
+      const b = this.buf[this.pos++]!;
+      result += (b & 0x7f) * 2 ** shift;
+      if ((b & 0x80) === 0) return result;
+      shift += 7;
+    }
+    throw badRequest('protobuf varint is too long');
+  }
+
+  bytes(): Buffer {
+    const n = this.varint();
+    if (this.pos + n > this.buf.length) throw badRequest('protobuf body is truncated');
+    const out = this.buf.subarray(this.pos, this.pos + n);
+    this.pos += n;
+    return out;
+  }
+
+  skip(wire: number): void {
+    if (wire === 0) this.varint();
+    else if (wire === 1) this.pos += 8;
+    else if (wire === 2) this.bytes();
+    else if (wire === 5) this.pos += 4;
+    else throw badRequest(`protobuf wire type ${wire} is not supported`);
+  }
+}
+
+function decodeMessage(buf: Buffer, name: string): Record<string, unknown> {
+  const fields = messages[name]!;
+  const out: Record<string, unknown> = {};
+  const r = new Reader(buf);
+  while (!r.done) {
+    const key = r.varint();
+    const field = Math.floor(key / 8);
+    const wire = key % 8;
+    const spec = fields[field];
+    if (!spec) {
+      r.skip(wire);
+      continue;
+    }
+    const [json, kind] = spec;
+    const value = readValue(r, wire, kind, out[json]);
+    // Go writes zero values of non-pointer fields; JSON omits them (omitempty): so does this.
+    if ((value === '' || value === 0) && !keepZero.has(json)) continue;
+    if (value === false && json === 'publishNotReadyAddresses') continue;
+    out[json] = value;
+  }
+  return out;
+}
+
+/** Pointer fields whose zero value means something. */
+const keepZero = new Set(['deletionGracePeriodSeconds']);
+
+function readValue(r: Reader, wire: number, kind: Kind, previous: unknown): unknown {
+  if (kind === 'string') return r.bytes().toString('utf8');
+  if (kind === 'bytes') return r.bytes().toString('base64');
+  if (kind === 'int') return r.varint();
+  if (kind === 'bool') return r.varint() !== 0;
+  if (kind === 'time') {
+    const t = new Reader(r.bytes());
+    let seconds = 0;
+    while (!t.done) {
+      const key = t.varint();
+      if (key >> 3 === 1) seconds = t.varint();
+      else t.skip(key & 7);
+    }
+    return new Date(seconds * 1000).toISOString().replace('.000Z', 'Z');
+  }
+  if (kind === 'intOrString') {
+    const m = new Reader(r.bytes());
+    let type = 0;
+    let intVal = 0;
+    let strVal = '';
+    while (!m.done) {
+      const key = m.varint();
+      if (key >> 3 === 1) type = m.varint();
+      else if (key >> 3 === 2) intVal = m.varint();
+      else if (key >> 3 === 3) strVal = m.bytes().toString('utf8');
+      else m.skip(key & 7);
+    }
+    return type === 1 ? strVal : intVal;
+  }
+  if ('message' in kind) return decodeMessage(r.bytes(), kind.message);
+  if ('map' in kind) {
+    const entry = new Reader(r.bytes());
+    let k = '';
+    let v = '';
+    while (!entry.done) {
+      const key = entry.varint();
+      if (key >> 3 === 1) k = entry.bytes().toString('utf8');
+      else if (key >> 3 === 2)
+        v = kind.map === 'bytes' ? entry.bytes().toString('base64') : entry.bytes().toString('utf8');
+      else entry.skip(key & 7);
+    }
+    return { ...((previous as Record<string, string>) ?? {}), [k]: v };
+  }
+  const list = Array.isArray(previous) ? previous : [];
+  if (kind.repeated === 'string') {
+    if (wire !== 2) throw badRequest('protobuf repeated string must be length-delimited');
+    list.push(r.bytes().toString('utf8'));
+  } else {
+    list.push(decodeMessage(r.bytes(), kind.repeated.message));
+  }
+  return list;
+}
+
+/** A Kubernetes protobuf body as the JSON object it encodes. */
+export function decodeProtobuf(body: Buffer): Record<string, unknown> {
+  if (body.length < 4 || !body.subarray(0, 4).equals(magic)) {
+    throw badRequest('protobuf body does not start with the Kubernetes magic number');
+  }
+  const r = new Reader(body.subarray(4));
+  let typeMeta: Record<string, unknown> = {};
+  let raw: Buffer | undefined;
+  while (!r.done) {
+    const key = r.varint();
+    const field = key >> 3;
+    if (field === 1) typeMeta = decodeMessage(r.bytes(), 'TypeMeta');
+    else if (field === 2) raw = r.bytes();
+    else r.skip(key & 7);
+  }
+  const kind = String(typeMeta.kind ?? '');
+  if (!messages[kind] || ['TypeMeta', 'ObjectMeta'].includes(kind) || !raw) {
+    throw unsupportedMediaType(`application/vnd.kubernetes.protobuf for kind ${kind || '(none)'}; send JSON`);
+  }
+  return { apiVersion: typeMeta.apiVersion, kind, ...decodeMessage(raw, kind) };
+}

@@ -1,0 +1,261 @@
+import { randomBytes, webcrypto, X509Certificate as NodeX509 } from 'node:crypto';
+import { chmod, mkdir, readFile, rename, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import 'reflect-metadata'; // @peculiar/x509 (through tsyringe) needs the Reflect polyfill loaded first
+import * as x509 from '@peculiar/x509';
+import { stringify as toYaml } from 'yaml';
+
+/**
+ * The control plane's certificates, made on first start under `<dataDir>/pki` and reused after:
+ *
+ *   ca.crt / ca.key                 the cluster CA (ECDSA P-256, 10 years), trusted by clients and the server
+ *   apiserver.crt / apiserver.key   the serving certificate: 127.0.0.1, ::1, localhost, kubernetes,
+ *                                   kubernetes.default(.svc(.cluster.local)) and the `kubernetes` ClusterIP
+ *   admin.crt / admin.key           the admin's client certificate (CN nodelet-admin, O system:masters)
+ *   nodes/<node>.crt / .key         a node's client certificate (CN system:node:<node>, O system:nodes),
+ *                                   issued on demand for kubelets
+ *
+ * Keys are PKCS#8 PEM files readable by their owner only.
+ */
+x509.cryptoProvider.set(webcrypto as any);
+
+type CryptoKey = webcrypto.CryptoKey;
+type CryptoKeyPair = webcrypto.CryptoKeyPair;
+
+const algorithm = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' } as const;
+const day = 24 * 60 * 60 * 1000;
+
+export interface KeyPair {
+  cert: string;
+  key: string;
+}
+
+export interface Pki {
+  dir: string;
+  ca: KeyPair;
+  serving: KeyPair;
+  admin: KeyPair;
+}
+
+async function exists(path: string): Promise<boolean> {
+  try {
+    await readFile(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+async function writeSecret(path: string, content: string): Promise<void> {
+  await mkdir(dirname(path), { recursive: true, mode: 0o700 });
+  const tmp = `${path}.tmp-${process.pid}`;
+  await writeFile(tmp, content, { mode: 0o600 });
+  await chmod(tmp, 0o600);
+  await rename(tmp, path);
+}
+
+async function exportKey(key: CryptoKey): Promise<string> {
+  const der = await webcrypto.subtle.exportKey('pkcs8', key);
+  return x509.PemConverter.encode(der, 'PRIVATE KEY');
+}
+
+async function importKey(pem: string): Promise<CryptoKey> {
+  const der = x509.PemConverter.decode(pem)[0]!;
+  return webcrypto.subtle.importKey('pkcs8', der, algorithm, true, ['sign']);
+}
+
+async function generateKeys(): Promise<CryptoKeyPair> {
+  return webcrypto.subtle.generateKey(algorithm, true, ['sign', 'verify']);
+}
+
+function serial(): string {
+  const bytes = randomBytes(16);
+  bytes[0]! &= 0x7f; // positive
+  return bytes.toString('hex');
+}
+
+async function createCa(now: number): Promise<KeyPair> {
+  const keys = await generateKeys();
+  const cert = await x509.X509CertificateGenerator.createSelfSigned({
+    serialNumber: serial(),
+    name: 'CN=nodelet-ca',
+    notBefore: new Date(now - day),
+    notAfter: new Date(now + 3650 * day),
+    keys: keys as any,
+    signingAlgorithm: algorithm,
+    extensions: [
+      new x509.BasicConstraintsExtension(true, undefined, true),
+      new x509.KeyUsagesExtension(
+        x509.KeyUsageFlags.keyCertSign | x509.KeyUsageFlags.cRLSign | x509.KeyUsageFlags.digitalSignature,
+        true,
+      ),
+      await x509.SubjectKeyIdentifierExtension.create(keys.publicKey as any),
+    ],
+  });
+  return { cert: cert.toString('pem'), key: await exportKey(keys.privateKey) };
+}
+
+export interface LeafRequest {
+  subject: string;
+  usage: 'server' | 'client';
+  dnsNames?: string[];
+  ips?: string[];
+  days?: number;
+}
+
+/** A certificate signed by `ca` for `request`, with a new key. */
+export async function issue(ca: KeyPair, request: LeafRequest, now = Date.now()): Promise<KeyPair> {
+  const caCert = new x509.X509Certificate(ca.cert);
+  const caKey = await importKey(ca.key);
+  const keys = await generateKeys();
+  const names: x509.JsonGeneralName[] = [
+    ...(request.dnsNames ?? []).map((value) => ({ type: 'dns' as const, value })),
+    ...(request.ips ?? []).map((value) => ({ type: 'ip' as const, value })),
+  ];
+  const cert = await x509.X509CertificateGenerator.create({
+    serialNumber: serial(),
+    subject: request.subject,
+    issuer: caCert.subject,
+    notBefore: new Date(now - day),
+    notAfter: new Date(now + (request.days ?? 365) * day),
+    publicKey: keys.publicKey as any,
+    signingKey: caKey as any,
+    signingAlgorithm: algorithm,
+    extensions: [
+      new x509.BasicConstraintsExtension(false, undefined, true),
+      new x509.KeyUsagesExtension(
+        x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment,
+        true,
+      ),
+      new x509.ExtendedKeyUsageExtension(
+        [request.usage === 'server' ? x509.ExtendedKeyUsage.serverAuth : x509.ExtendedKeyUsage.clientAuth],
+        false,
+      ),
+      ...(names.length ? [new x509.SubjectAlternativeNameExtension(names, false)] : []),
+      await x509.AuthorityKeyIdentifierExtension.create(caCert, false),
+    ],
+  });
+  return { cert: cert.toString('pem'), key: await exportKey(keys.privateKey) };
+}
+
+async function readPair(dir: string, name: string): Promise<KeyPair | undefined> {
+  const certPath = join(dir, `${name}.crt`);
+  const keyPath = join(dir, `${name}.key`);
+  if (!(await exists(certPath)) || !(await exists(keyPath))) return undefined;
+  return { cert: await readFile(certPath, 'utf8'), key: await readFile(keyPath, 'utf8') };
+}
+
+async function writePair(dir: string, name: string, pair: KeyPair): Promise<void> {
+  await writeSecret(join(dir, `${name}.key`), pair.key);
+  await mkdir(dir, { recursive: true });
+  await writeFile(join(dir, `${name}.crt`), pair.cert, { mode: 0o644 });
+}
+
+/** Whether `pair` is still good for 30 days and (for a serving cert) covers every name in `want`. */
+function usable(
+  pair: KeyPair,
+  ca: KeyPair,
+  now: number,
+  want: { dns?: string[]; ips?: string[] } = {},
+): boolean {
+  try {
+    const cert = new NodeX509(pair.cert);
+    if (!cert.verify(new NodeX509(ca.cert).publicKey)) return false;
+    if (Date.parse(cert.validTo) - now < 30 * day) return false;
+    const san = cert.subjectAltName ?? '';
+    for (const d of want.dns ?? []) if (!san.includes(`DNS:${d}`)) return false;
+    for (const ip of want.ips ?? []) if (!san.includes(`IP Address:${ip}`)) return false;
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+export const servingNames = (clusterIP: string) => ({
+  dns: [
+    'localhost',
+    'kubernetes',
+    'kubernetes.default',
+    'kubernetes.default.svc',
+    'kubernetes.default.svc.cluster.local',
+  ],
+  ips: ['127.0.0.1', '::1', clusterIP],
+});
+
+/** Loads the PKI from `dir`, making what is missing (or expiring, or no longer signed by the CA). */
+export async function ensurePki(dir: string, clusterIP: string, now = Date.now()): Promise<Pki> {
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  let ca = await readPair(dir, 'ca');
+  if (!ca) {
+    ca = await createCa(now);
+    await writePair(dir, 'ca', ca);
+  }
+  const names = servingNames(clusterIP);
+  let serving = await readPair(dir, 'apiserver');
+  if (!serving || !usable(serving, ca, now, names)) {
+    serving = await issue(
+      ca,
+      { subject: 'CN=kube-apiserver', usage: 'server', dnsNames: names.dns, ips: names.ips },
+      now,
+    );
+    await writePair(dir, 'apiserver', serving);
+  }
+  let admin = await readPair(dir, 'admin');
+  if (!admin || !usable(admin, ca, now)) {
+    admin = await issue(ca, { subject: 'CN=nodelet-admin, O=system:masters', usage: 'client' }, now);
+    await writePair(dir, 'admin', admin);
+  }
+  return { dir, ca, serving, admin };
+}
+
+/** A node's client certificate (`system:node:<name>`), made once and reused. */
+export async function ensureNodeCert(pki: Pki, node: string, now = Date.now()): Promise<KeyPair> {
+  const dir = join(pki.dir, 'nodes');
+  let pair = await readPair(dir, node);
+  if (!pair || !usable(pair, pki.ca, now)) {
+    pair = await issue(pki.ca, { subject: `CN=system:node:${node}, O=system:nodes`, usage: 'client' }, now);
+    await writePair(dir, node, pair);
+  }
+  return pair;
+}
+
+/** The user a verified client certificate names: its CN, and its O values as groups. */
+export function certificateUser(subject: string | undefined): { name: string; groups: string[] } {
+  const name = /(?:^|\n|,\s*)CN=([^,\n]+)/.exec(subject ?? '')?.[1] ?? '';
+  const groups = [...(subject ?? '').matchAll(/(?:^|\n|,\s*)O=([^,\n]+)/g)].map((m) => m[1]!);
+  return { name, groups };
+}
+
+export interface KubeconfigOptions {
+  server: string;
+  ca: string;
+  client: KeyPair;
+  user: string;
+  cluster?: string;
+  context?: string;
+}
+
+const b64 = (text: string) => Buffer.from(text, 'utf8').toString('base64');
+
+export function kubeconfigYaml(o: KubeconfigOptions): string {
+  const cluster = o.cluster ?? 'nodelet';
+  const context = o.context ?? 'nodelet';
+  return toYaml({
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [{ name: cluster, cluster: { server: o.server, 'certificate-authority-data': b64(o.ca) } }],
+    users: [
+      {
+        name: o.user,
+        user: { 'client-certificate-data': b64(o.client.cert), 'client-key-data': b64(o.client.key) },
+      },
+    ],
+    contexts: [{ name: context, context: { cluster, user: o.user } }],
+    'current-context': context,
+    preferences: {},
+  });
+}
+
+export async function writeKubeconfig(path: string, options: KubeconfigOptions): Promise<void> {
+  await writeSecret(path, kubeconfigYaml(options));
+}

@@ -1,0 +1,77 @@
+import { defineCapability, definePlugin } from '@nodelet/kernel';
+import { ControlPlane } from './control-plane.js';
+
+/**
+ * The control plane as a kernel plugin: it provides `controlplane.api`, the running ControlPlane, so a
+ * kubelet plugin in the same kernel (issue 6) can ask it for a node kubeconfig (`nodeKubeconfig`) and
+ * register its `pods/log` provider (`registerLogProvider`), then talk to it over HTTPS with
+ * @kubernetes/client-node like any remote kubelet would.
+ */
+export const ControlPlaneApi = defineCapability<ControlPlane>('controlplane.api', {
+  description: 'the embedded Kubernetes API server (nodelet up): its URL, kubeconfigs and hooks',
+});
+
+export interface ControlPlanePluginConfig {
+  /** State directory: state.db, pki/, kubeconfig. */
+  dataDir: string;
+  /** HTTPS port (0: any free port). */
+  port: number;
+  bindAddress: string;
+  serviceClusterIPRange: string;
+  serviceNodePortRange: string;
+  scheduler: boolean;
+  endpointSliceController: boolean;
+  /** Every compactionIntervalSeconds, history older than the newest retainRevisions revisions is folded. */
+  compactionIntervalSeconds: number;
+  retainRevisions: number;
+  /** SQLite synchronous mode: NORMAL (survives process crashes) or FULL (also power loss). */
+  synchronous: 'NORMAL' | 'FULL';
+}
+
+export const controlPlaneConfigSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['dataDir'],
+  properties: {
+    dataDir: { type: 'string', minLength: 1 },
+    port: { type: 'integer', minimum: 0, maximum: 65535, default: 6443 },
+    bindAddress: { type: 'string', default: '127.0.0.1' },
+    serviceClusterIPRange: { type: 'string', default: '10.96.0.0/12' },
+    serviceNodePortRange: { type: 'string', default: '30000-32767' },
+    scheduler: { type: 'boolean', default: true },
+    endpointSliceController: { type: 'boolean', default: true },
+    compactionIntervalSeconds: { type: 'integer', minimum: 1, default: 300 },
+    retainRevisions: { type: 'integer', minimum: 0, default: 10000 },
+    synchronous: { enum: ['NORMAL', 'FULL'], default: 'NORMAL' },
+  },
+} as const;
+
+export const controlPlanePlugin = definePlugin<ControlPlanePluginConfig>({
+  manifest: {
+    name: 'controlplane',
+    version: '0.1.0',
+    description:
+      'an embedded Kubernetes API server on SQLite, with a scheduler and an EndpointSlice controller',
+    provides: [ControlPlaneApi],
+    requires: [],
+    configSchema: controlPlaneConfigSchema,
+  },
+  register(ctx) {
+    const c = ctx.config;
+    const cp = new ControlPlane({
+      dataDir: c.dataDir,
+      clock: ctx.clock,
+      logger: ctx.logger,
+      port: c.port,
+      bindAddress: c.bindAddress,
+      serviceClusterIPRange: c.serviceClusterIPRange,
+      serviceNodePortRange: c.serviceNodePortRange,
+      controllers: { scheduler: c.scheduler, endpointSlices: c.endpointSliceController },
+      compaction: { intervalMs: c.compactionIntervalSeconds * 1000, retainRevisions: c.retainRevisions },
+      synchronous: c.synchronous,
+    });
+    ctx.provide(ControlPlaneApi, cp);
+    ctx.onStart(() => cp.start());
+    ctx.onStop(() => cp.stop());
+  },
+});

@@ -1,0 +1,229 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { Agent, request as httpsRequest } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createLogger, MemorySink, RealClock } from '@nodelet/kernel';
+import { ControlPlane, type ControlPlaneOptions } from './control-plane.js';
+
+/**
+ * Test support: a control plane on a temporary data directory and a free port, the real kubectl run
+ * against it, and a raw HTTPS client that authenticates with the admin certificate.
+ */
+export interface TestCluster {
+  cp: ControlPlane;
+  dataDir: string;
+  logs: MemorySink;
+  kubectl(args: string[], options?: { input?: string; timeoutMs?: number }): Promise<KubectlResult>;
+  api(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<ApiResponse>;
+  stop(): Promise<void>;
+  /** Stops and removes the data directory. */
+  destroy(): Promise<void>;
+}
+
+export interface KubectlResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface ApiResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  text: string;
+  json: any;
+}
+
+export const kubectlPath = process.env.KUBECTL ?? '/usr/bin/kubectl';
+
+export async function startCluster(
+  options: Partial<ControlPlaneOptions> & { dataDir?: string } = {},
+): Promise<TestCluster> {
+  const dataDir = options.dataDir ?? (await mkdtemp(join(tmpdir(), 'nodelet-cp-')));
+  const logs = new MemorySink();
+  const cp = new ControlPlane({
+    clock: new RealClock(),
+    logger: createLogger({ sink: logs.sink, level: 'debug' }),
+    port: 0,
+    ...options,
+    dataDir,
+  });
+  await cp.start();
+  return clusterHandle(cp, dataDir, logs);
+}
+
+export function clusterHandle(cp: ControlPlane, dataDir: string, logs: MemorySink): TestCluster {
+  const cacheDir = join(dataDir, 'kubectl-cache');
+  const client = admin(cp);
+  return {
+    cp,
+    dataDir,
+    logs,
+    kubectl: (args, o = {}) =>
+      runKubectl(['--kubeconfig', cp.kubeconfigPath, '--cache-dir', cacheDir, ...args], o),
+    api: (method, path, body, headers) => client(method, path, body, headers),
+    stop: () => cp.stop(),
+    destroy: async () => {
+      await cp.stop();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export function runKubectl(
+  args: string[],
+  options: { input?: string; timeoutMs?: number } = {},
+): Promise<KubectlResult> {
+  return new Promise((resolve) => {
+    const child = execFile(
+      kubectlPath,
+      args,
+      {
+        timeout: options.timeoutMs ?? 30_000,
+        maxBuffer: 64 * 1024 * 1024,
+        env: { ...process.env, KUBECONFIG: '' },
+      },
+      (err, stdout, stderr) => {
+        const code = err
+          ? typeof (err as { code?: unknown }).code === 'number'
+            ? (err as { code: number }).code
+            : 1
+          : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+    if (options.input !== undefined) {
+      child.stdin?.end(options.input);
+    }
+  });
+}
+
+/** A raw HTTPS client with the admin's client certificate. */
+export function admin(cp: ControlPlane) {
+  let agent: Agent | undefined;
+  return (
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<ApiResponse> =>
+    new Promise((resolve, reject) => {
+      const url = new URL(path, cp.url);
+      agent ??= new Agent({
+        keepAlive: true,
+        maxSockets: 32,
+        ca: cp.caCert,
+        cert: cp.adminCredentials.cert,
+        key: cp.adminCredentials.key,
+      });
+      const payload =
+        body === undefined
+          ? undefined
+          : Buffer.isBuffer(body)
+            ? body
+            : typeof body === 'string'
+              ? Buffer.from(body)
+              : Buffer.from(JSON.stringify(body));
+      const req = httpsRequest(
+        url,
+        {
+          method,
+          agent,
+          ca: cp.caCert,
+          cert: cp.adminCredentials.cert,
+          key: cp.adminCredentials.key,
+          headers: {
+            accept: 'application/json',
+            ...(payload
+              ? { 'content-type': 'application/json', 'content-length': String(payload.length) }
+              : {}),
+            ...headers,
+          },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            let json: any;
+            try {
+              json = JSON.parse(text);
+            } catch {
+              json = undefined;
+            }
+            resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
+          });
+          res.on('error', reject);
+        },
+      );
+      req.on('error', reject);
+      if (payload) req.end(payload);
+      else req.end();
+    });
+}
+
+/** Polls `check` until it returns a value (not undefined) or `timeoutMs` passes. */
+export async function waitFor<T>(
+  check: () => T | undefined | Promise<T | undefined>,
+  what: string,
+  timeoutMs = 10_000,
+  everyMs = 25,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+}
+
+/** A ready node object as a kubelet would register it. */
+export function readyNode(
+  name: string,
+  options: {
+    cpu?: string;
+    memory?: string;
+    pods?: string;
+    labels?: Record<string, string>;
+    taints?: object[];
+  } = {},
+) {
+  const resources = { cpu: options.cpu ?? '4', memory: options.memory ?? '8Gi', pods: options.pods ?? '110' };
+  return {
+    apiVersion: 'v1',
+    kind: 'Node',
+    metadata: { name, labels: { 'kubernetes.io/hostname': name, ...(options.labels ?? {}) } },
+    spec: options.taints ? { taints: options.taints } : {},
+    status: {
+      capacity: resources,
+      allocatable: resources,
+      conditions: [
+        {
+          type: 'Ready',
+          status: 'True',
+          reason: 'KubeletReady',
+          message: 'kubelet is posting ready status',
+          lastHeartbeatTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+          lastTransitionTime: new Date().toISOString().replace(/\.\d+Z$/, 'Z'),
+        },
+      ],
+      addresses: [
+        { type: 'InternalIP', address: '10.0.0.10' },
+        { type: 'Hostname', address: name },
+      ],
+      nodeInfo: {
+        kubeletVersion: 'v1.34.0',
+        osImage: 'nodelet test',
+        kernelVersion: '6.1.0',
+        containerRuntimeVersion: 'fake://0.1.0',
+        operatingSystem: 'linux',
+        architecture: 'amd64',
+        bootID: '',
+        machineID: '',
+        systemUUID: '',
+        kubeProxyVersion: '',
+      },
+    },
+  };
+}
