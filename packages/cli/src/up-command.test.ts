@@ -52,13 +52,16 @@ async function up(dataDir: string): Promise<Up> {
   return { child, stdout: () => out, stderr: () => err, exited };
 }
 
-test('nodelet up serves kubectl, prints the kubeconfig, stops on SIGTERM and keeps its state', async (t) => {
+test('nodelet up serves kubectl with a Ready node running pods, stops on SIGTERM and keeps its state', async (t) => {
   t.timeout(90_000);
   const dataDir = mkdtempSync(join(tmpdir(), 'nodelet-up-'));
   const kubeconfig = join(dataDir, 'kubeconfig');
   try {
     const first = await up(dataDir);
-    t.regex(first.stdout(), /^nodelet control plane is serving at https:\/\/127\.0\.0\.1:\d+$/m);
+    t.regex(
+      first.stdout(),
+      /^nodelet control plane is serving at https:\/\/127\.0\.0\.1:\d+ with 1 node \(fake runtime\)$/m,
+    );
     t.true(first.stdout().includes(`kubeconfig: ${kubeconfig}\n`));
     t.true(first.stdout().includes(`try: kubectl --kubeconfig ${kubeconfig} get nodes\n`));
     const ns = await kubectl(kubeconfig, ['get', 'namespaces', '--no-headers']);
@@ -70,6 +73,28 @@ test('nodelet up serves kubectl, prints the kubeconfig, stops on SIGTERM and kee
         .map((l) => l.split(/\s+/)[0]),
       ['default', 'kube-node-lease', 'kube-public', 'kube-system'],
     );
+    // The kubelet of the node joined: the node is Ready and runs a pod on the fake runtime.
+    const nodes = await pollUntil(
+      'the node to be Ready',
+      async () => {
+        const r = await kubectl(kubeconfig, ['get', 'nodes', '--no-headers']);
+        return /\sReady\s/.test(r.stdout) ? r.stdout : undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
+    t.is(nodes.trim().split('\n').length, 1);
+    const pod = await kubectl(kubeconfig, ['run', 'web', '--image=nginx:1.27']);
+    t.is(pod.code, 0, pod.stderr);
+    await pollUntil(
+      'the pod to run',
+      async () => {
+        const r = await kubectl(kubeconfig, ['get', 'pod', 'web', '--no-headers']);
+        return /^web\s+1\/1\s+Running/.test(r.stdout) ? true : undefined;
+      },
+      { timeoutMs: 30_000 },
+    );
+    const deleted = await kubectl(kubeconfig, ['delete', 'pod', 'web']);
+    t.is(deleted.stdout.trim(), 'pod "web" deleted');
     const applied = await kubectl(
       kubeconfig,
       ['apply', '-f', '-'],

@@ -6,8 +6,9 @@ import { CliError } from './errors.js';
 
 // Flags and help load nothing heavy; the kernel and the control plane are imported only to run.
 
-export const upHelp = `Run a single-node Kubernetes cluster: the embedded control plane (API server on SQLite, scheduler,
-EndpointSlice controller) that kubectl and @kubernetes/client-node talk to over HTTPS.
+export const upHelp = `Run a Kubernetes cluster in one process: the embedded control plane (API server on SQLite, scheduler,
+EndpointSlice controller) that kubectl and @kubernetes/client-node talk to over HTTPS, and a kubelet per
+node that joins it.
 
 Usage:
   nodelet up [flags]
@@ -21,8 +22,8 @@ Flags:
   --v N               log verbosity: 0-1 info, 2 and up debug (default 0)
   -h, --help          show this help
 
-The admin kubeconfig is written to <data-dir>/kubeconfig. Objects survive a restart with the same
---data-dir. Stop it with SIGINT or SIGTERM.
+The admin kubeconfig is written to <data-dir>/kubeconfig; node N's state is under <data-dir>/nodes/<N>.
+Objects survive a restart with the same --data-dir. Stop it with SIGINT or SIGTERM.
 
 Examples:
   nodelet up
@@ -91,8 +92,15 @@ export async function runUp(
     io.stdout(upHelp);
     return undefined;
   }
-  const [{ Kernel, createLogger }, { controlPlanePlugin, ControlPlaneApi }, { KubeletCapability, ReadOnlyServer }] =
-    await Promise.all([import('@nodelet/kernel'), import('@nodelet/controlplane'), import('@nodelet/kubelet')]);
+  const [
+    { Kernel, createLogger },
+    { controlPlanePlugin, ControlPlaneApi },
+    { KubeletCapability, ReadOnlyServer },
+  ] = await Promise.all([
+    import('@nodelet/kernel'),
+    import('@nodelet/controlplane'),
+    import('@nodelet/kubelet'),
+  ]);
   const [{ hostEnv, resolveKubeletSetup }, { buildKernel }] = await Promise.all([
     import('./kubelet-setup.js'),
     import('./kubelet-command.js'),

@@ -147,6 +147,18 @@ test.serial('scheduler: nodeSelector, node affinity and taints/tolerations', asy
   t.is(await boundTo('sched-sel', 'tolerates-gpu'), 'gpu-1');
 });
 
+test.serial('scheduler: pods without requests spread over the nodes (scored as 100m / 200Mi)', async (t) => {
+  ns('spread');
+  for (const name of ['twin-a', 'twin-b'])
+    reg().create(type('nodes'), '', readyNode(name, { labels: { pool: 'twin' } }));
+  const placed: string[] = [];
+  for (let i = 0; i < 6; i++) {
+    reg().create(type('pods'), 'spread', pod(`s${i}`, 'spread', { nodeSelector: { pool: 'twin' } }));
+    placed.push(await boundTo('spread', `s${i}`));
+  }
+  t.deepEqual(placed, ['twin-a', 'twin-b', 'twin-a', 'twin-b', 'twin-a', 'twin-b']);
+});
+
 test.serial(
   'deletion: an unscheduled pod goes at once; a scheduled one terminates until confirmed; finalizers hold',
   async (t) => {

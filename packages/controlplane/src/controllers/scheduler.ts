@@ -14,7 +14,8 @@ import { WorkQueue } from './work-queue.js';
  *   filter   node Ready and schedulable; nodeSelector and required node affinity; taints with effect
  *            NoSchedule/NoExecute tolerated; requests (cpu, memory, ephemeral-storage, pod count) within
  *            allocatable minus what the node's pods already request
- *   score    least allocated (most free cpu and memory, as fractions), then name
+ *   score    least allocated (most free cpu and memory, as fractions; a container without requests
+ *            counts as 100m and 200 MiB, as upstream scores it), then name
  *   none     PodScheduled=False/Unschedulable with upstream's "0/N nodes are available: …" message and a
  *            FailedScheduling event; retried when a node or a pod changes, and every `retryMs`
  *
@@ -38,17 +39,30 @@ function quantity(name: string, q: unknown): number {
   }
 }
 
-/** What a pod asks of a node: the larger of its containers' sum and its largest init container, plus overhead. */
-export function podRequests(pod: KubeObject): Resources {
+/**
+ * For scoring only, a container that requests no CPU or memory counts as 100m and 200 MiB (upstream's
+ * non-zero defaults), so pods without requests still spread over the nodes.
+ */
+const nonZeroDefaults: Record<string, number> = { cpu: 100, memory: 200 * 1024 * 1024 };
+
+/**
+ * What a pod asks of a node: the larger of its containers' sum and its largest init container, plus
+ * overhead. `nonZero` applies the scoring defaults to containers that request nothing.
+ */
+export function podRequests(pod: KubeObject, nonZero = false): Resources {
   const out: Resources = { cpu: 0, memory: 0, 'ephemeral-storage': 0, pods: 1 };
   const spec = pod.spec ?? {};
+  const request = (c: any, name: string) => {
+    const v = quantity(name, c?.resources?.requests?.[name]);
+    return nonZero && v === 0 ? (nonZeroDefaults[name] ?? 0) : v;
+  };
   for (const name of resourceNames) {
     let sum = 0;
-    for (const c of spec.containers ?? []) sum += quantity(name, c?.resources?.requests?.[name]);
+    for (const c of spec.containers ?? []) sum += request(c, name);
     let init = 0;
     let sidecars = 0;
     for (const c of spec.initContainers ?? []) {
-      const v = quantity(name, c?.resources?.requests?.[name]);
+      const v = request(c, name);
       if (c?.restartPolicy === 'Always') sidecars += v;
       else init = Math.max(init, sidecars + v);
     }
@@ -183,8 +197,10 @@ export class Scheduler {
   private readonly nodes = new Map<string, KubeObject>();
   /** Per node: requests of the pods bound to it. */
   private readonly usage = new Map<string, Resources>();
+  /** Per node: the same with the non-zero scoring defaults. */
+  private readonly scoreUsage = new Map<string, Resources>();
   /** Pod key → the node and requests it is counted with. */
-  private readonly placed = new Map<string, { node: string; requests: Resources }>();
+  private readonly placed = new Map<string, { node: string; requests: Resources; scored: Resources }>();
   private readonly unschedulable = new Set<string>();
   private readonly unsubscribe: (() => void)[] = [];
   private cancelRetry = () => {};
@@ -241,16 +257,26 @@ export class Scheduler {
     const was = this.placed.get(k);
     if (was) {
       const u = this.usage.get(was.node)!;
-      for (const n of [...resourceNames, 'pods'] as const) u[n] -= was.requests[n];
+      const s = this.scoreUsage.get(was.node)!;
+      for (const n of [...resourceNames, 'pods'] as const) {
+        u[n] -= was.requests[n];
+        s[n] -= was.scored[n];
+      }
       this.placed.delete(k);
     }
     if (next && holdsResources(next)) {
       const node = next.spec.nodeName as string;
       const requests = podRequests(next);
+      const scored = podRequests(next, true);
       const u = this.usage.get(node) ?? { cpu: 0, memory: 0, 'ephemeral-storage': 0, pods: 0 };
-      for (const n of [...resourceNames, 'pods'] as const) u[n] += requests[n];
+      const s = this.scoreUsage.get(node) ?? { cpu: 0, memory: 0, 'ephemeral-storage': 0, pods: 0 };
+      for (const n of [...resourceNames, 'pods'] as const) {
+        u[n] += requests[n];
+        s[n] += scored[n];
+      }
       this.usage.set(node, u);
-      this.placed.set(k, { node, requests });
+      this.scoreUsage.set(node, s);
+      this.placed.set(k, { node, requests, scored });
     }
   }
 
@@ -267,6 +293,7 @@ export class Scheduler {
     }
     const pod = stored.object;
     const requests = podRequests(pod);
+    const scoredRequests = podRequests(pod, true);
     const reasons = new Map<string, number>();
     let best: { node: string; score: number } | undefined;
     const names = [...this.nodes.keys()].sort();
@@ -279,8 +306,14 @@ export class Scheduler {
         continue;
       }
       const free = nodeAllocatable(node);
+      const scoredUse = this.scoreUsage.get(nodeName) ?? {
+        cpu: 0,
+        memory: 0,
+        'ephemeral-storage': 0,
+        pods: 0,
+      };
       const fraction = (n: 'cpu' | 'memory') =>
-        free[n] > 0 && Number.isFinite(free[n]) ? (free[n] - used[n] - requests[n]) / free[n] : 1;
+        free[n] > 0 && Number.isFinite(free[n]) ? (free[n] - scoredUse[n] - scoredRequests[n]) / free[n] : 1;
       const score = (fraction('cpu') + fraction('memory')) / 2;
       if (!best || score > best.score) best = { node: nodeName, score };
     }
