@@ -56,8 +56,10 @@ test('nodelet up serves kubectl with a Ready node running pods, stops on SIGTERM
   t.timeout(90_000);
   const dataDir = mkdtempSync(join(tmpdir(), 'nodelet-up-'));
   const kubeconfig = join(dataDir, 'kubeconfig');
+  const started: Up[] = [];
   try {
     const first = await up(dataDir);
+    started.push(first);
     t.regex(
       first.stdout(),
       /^nodelet control plane is serving at https:\/\/127\.0\.0\.1:\d+ with 1 node \(fake runtime\)$/m,
@@ -108,6 +110,7 @@ test('nodelet up serves kubectl with a Ready node running pods, stops on SIGTERM
     t.is(await first.exited, 0);
 
     const second = await up(dataDir);
+    started.push(second);
     try {
       const again = await kubectl(kubeconfig, [
         'get',
@@ -128,6 +131,8 @@ test('nodelet up serves kubectl with a Ready node running pods, stops on SIGTERM
       t.is(await second.exited, 0);
     }
   } finally {
+    // A failed assertion must not leave a cluster running.
+    for (const u of started) if (u.child.exitCode === null) u.child.kill('SIGKILL');
     rmSync(dataDir, { recursive: true, force: true });
   }
 });
