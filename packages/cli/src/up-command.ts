@@ -143,6 +143,9 @@ export async function runUp(
         env,
       );
       setup.kubelet.podLogsDir = join(nodeDir, 'pods');
+      // Simulated containers write their (scripted) output to real CRI log files, so kubectl logs works.
+      if (flags.runtime === 'fake')
+        setup.plugins['runtime-fake'] = { writeLogs: true, ...setup.plugins['runtime-fake'] };
       const nodeKernel = await buildKernel(setup, logger.child(name));
       await nodeKernel.start();
       stops.push(() => nodeKernel.stop());
