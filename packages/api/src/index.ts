@@ -7,3 +7,4 @@ export * from './schema.js';
 export * from './validation.js';
 export * from './defaults.js';
 export * from './quantity.js';
+export * from './human-duration.js';
