@@ -8,3 +8,4 @@ export * from './validation.js';
 export * from './defaults.js';
 export * from './quantity.js';
 export * from './human-duration.js';
+export * from './pod-printing.js';

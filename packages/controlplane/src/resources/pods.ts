@@ -5,12 +5,13 @@ import {
   type FieldError,
   milliCpu,
   type Pod,
+  podCells,
   quantityValue,
   validatePod,
 } from '@nodelet/api';
 import { isObject, type KubeObject } from '../object.js';
 import { ageColumn, allVerbs, nameColumn, type ResourceType } from '../apiserver/resource-type.js';
-import { age, podCells } from './printers.js';
+import { age } from './printers.js';
 import { validateObjectMetaUpdate } from './meta-validation.js';
 
 /** Tolerations the DefaultTolerationSeconds admission plugin adds: 300 s on a not-ready or unreachable node. */
@@ -171,20 +172,16 @@ export const pods: ResourceType = {
   row(obj, now) {
     const pod = obj as Pod;
     const cells = podCells(pod, now);
-    const gates = pod.spec?.readinessGates ?? [];
-    const trueGates = gates.filter((g) =>
-      (pod.status?.conditions ?? []).some((c) => c.type === g.conditionType && c.status === 'True'),
-    ).length;
     return [
       pod.metadata?.name ?? '',
       cells.ready,
       cells.status,
       cells.restarts,
       age(obj, now),
-      pod.status?.podIPs?.[0]?.ip || pod.status?.podIP || '<none>',
-      pod.spec?.nodeName || '<none>',
-      pod.status?.nominatedNodeName || '<none>',
-      gates.length ? `${trueGates}/${gates.length}` : '<none>',
+      cells.ip,
+      cells.node,
+      cells.nominatedNode,
+      cells.readinessGates,
     ];
   },
   fields: {
