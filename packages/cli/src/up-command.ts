@@ -19,6 +19,8 @@ Flags:
   --address IP        address the API server binds to (default 127.0.0.1)
   --runtime NAME      container runtime of the node: fake | containerd (default fake)
   --nodes N           simulated nodes on the fake runtime (default 1)
+  --hostname-override NAME
+                      name of the node, or of nodes NAME-1..NAME-N (default: the hostname)
   --v N               log verbosity: 0-1 info, 2 and up debug (default 0)
   -h, --help          show this help
 
@@ -36,6 +38,7 @@ const options = {
   address: { type: 'string' },
   runtime: { type: 'string' },
   nodes: { type: 'string' },
+  'hostname-override': { type: 'string' },
   v: { type: 'string', short: 'v' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -46,6 +49,7 @@ export interface UpFlags {
   address: string;
   runtime: 'fake' | 'containerd';
   nodes: number;
+  hostnameOverride?: string;
   v: number;
 }
 
@@ -64,6 +68,13 @@ export function parseUpArgs(args: readonly string[]): { help: boolean; flags: Up
       'flag --nodes simulates nodes on the fake runtime; with --runtime containerd there is one node',
     );
   }
+  const hostnameOverride = values['hostname-override']?.trim().toLowerCase();
+  // The name becomes a directory under --data-dir and a certificate subject: a DNS subdomain only.
+  if (hostnameOverride !== undefined && !/^[a-z0-9]([-a-z0-9.]{0,240}[a-z0-9])?$/.test(hostnameOverride)) {
+    throw new CliError(
+      `flag --hostname-override must be a node name (lowercase letters, digits, '-' and '.'), got ${JSON.stringify(values['hostname-override'])}`,
+    );
+  }
   return {
     help: !!values.help,
     flags: {
@@ -72,6 +83,7 @@ export function parseUpArgs(args: readonly string[]): { help: boolean; flags: Up
       address: values.address ?? '127.0.0.1',
       runtime,
       nodes,
+      hostnameOverride,
       v: intFlag('v', values.v?.replace(/^=/, ''), 0, 10) ?? 0,
     },
   };
@@ -128,7 +140,7 @@ export async function runUp(
   stops.push(() => kernel.stop());
   try {
     const env = hostEnv(logger);
-    const host = env.hostname.trim().toLowerCase() || 'nodelet';
+    const host = flags.hostnameOverride ?? (env.hostname.trim().toLowerCase() || 'nodelet');
     for (let i = 1; i <= flags.nodes; i++) {
       const name = flags.nodes === 1 ? host : `${host}-${i}`;
       const nodeDir = join(flags.dataDir, 'nodes', name);

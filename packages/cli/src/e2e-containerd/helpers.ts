@@ -14,6 +14,7 @@ import {
   type RunResult,
   type TableRow,
 } from '../test-helpers.js';
+import { type ChildExit, TestChild } from './test-child.js';
 
 /**
  * Helpers of the containerd end-to-end tests: `nodelet kubelet --runtime containerd` as a child process on
@@ -71,8 +72,7 @@ export class Workspace {
 export class KubeletChild {
   readonly server: string;
   private stderrText = '';
-  private readonly exit: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-  private exited = false;
+  private readonly proc: TestChild;
 
   private constructor(
     readonly ws: Workspace,
@@ -83,14 +83,7 @@ export class KubeletChild {
     this.server = `http://127.0.0.1:${port}`;
     child.stderr!.setEncoding('utf8');
     child.stderr!.on('data', (chunk: string) => (this.stderrText += chunk));
-    this.exit = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
-    // If the test process goes first (ava's timeout), the kubelet must not outlive it.
-    const orphan = () => child.kill('SIGTERM');
-    process.once('exit', orphan);
-    void this.exit.then(() => {
-      this.exited = true;
-      process.off('exit', orphan);
-    });
+    this.proc = new TestChild(child);
   }
 
   /** Starts it and waits (bounded) until it says it is running. */
@@ -126,7 +119,7 @@ export class KubeletChild {
     await pollUntil(
       'the kubelet to start',
       async () => {
-        if (k.exited) throw new Error(`nodelet kubelet exited during startup:\n${k.stderrText}`);
+        if (k.proc.exited) throw new Error(`nodelet kubelet exited during startup:\n${k.stderrText}`);
         return k.stderrText.includes('nodelet kubelet running') ? true : undefined;
       },
       { timeoutMs: 20_000, intervalMs: 50, describe: () => k.stderrText },
@@ -139,7 +132,7 @@ export class KubeletChild {
   }
 
   get running(): boolean {
-    return !this.exited;
+    return !this.proc.exited;
   }
 
   stderr(): string {
@@ -147,16 +140,8 @@ export class KubeletChild {
   }
 
   /** SIGTERM, SIGKILL after `graceMs`; resolves with how it ended. */
-  async stop(graceMs = 15_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
-    if (!this.exited) this.child.kill('SIGTERM');
-    const timer = setTimeout(() => {
-      if (!this.exited) this.child.kill('SIGKILL');
-    }, graceMs);
-    try {
-      return await this.exit;
-    } finally {
-      clearTimeout(timer);
-    }
+  stop(graceMs = 15_000): Promise<ChildExit> {
+    return this.proc.stop(graceMs);
   }
 
   run(args: string[]): Promise<RunResult> {

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import type { Clock, Logger } from '@nodelet/kernel';
 import { rfc3339, type KubeObject } from '../object.js';
 import type { Registry } from '../apiserver/registry.js';
@@ -10,6 +9,7 @@ import type { Registry } from '../apiserver/registry.js';
  */
 export class EventRecorder {
   private readonly recent = new Map<string, { namespace: string; name: string }>();
+  private seq = 0;
 
   constructor(
     private readonly registry: Registry,
@@ -37,7 +37,9 @@ export class EventRecorder {
           return;
         }
       }
-      const name = `${meta.name}.${randomBytes(8).toString('hex')}`;
+      // `<object>.<hex nanoseconds>` as client-go names them: listed by name, events of one second stay
+      // in the order they happened (kubectl describe sorts only by the second-granular lastTimestamp).
+      const name = `${meta.name}.${(BigInt(now) * 1_000_000n + BigInt(this.seq++ % 1_000_000)).toString(16)}`;
       this.registry.create(events, namespace, {
         apiVersion: 'v1',
         kind: 'Event',
