@@ -16,9 +16,8 @@ import { httpGet, isRunning, KubeletChild, manifest, Workspace } from './helpers
  * tested under the virtual clock in packages/kubelet/src/runtime-outage.test.ts, where it also shows
  * that healthy containers are not recreated after the outage); when the server is back, relisting
  * resumes and the pod runs again. Limit: the fake server keeps its state in memory, so the restarted
- * one has no containers and the kubelet recreates the pod — with containerd, whose state survives a
- * restart, the same kubelet would find its containers again (see the adoption test in
- * lifecycle.test.ts and the kubelet-level test named above).
+ * one has no containers and the kubelet recreates the pod. The real thing — a containerd of the test's
+ * own stopped and started again, the same containers adopted — is containerd-restart.test.ts.
  *
  * Needs no containerd: it runs everywhere.
  */
