@@ -14,8 +14,15 @@ import { type KubeletConfigValues, readKubeletConfig } from '@nodelet/kubelet';
  *       kubeletConfig: ./kubelet-config.yaml
  *     plugins:
  *       runtime-fake: { pullLatencyMs: 200 }
+ *     proxy:                            # nodelet proxy --config, nodelet up --config
+ *       mode: nftables                  # iptables | nftables | ipvs | userspace | none (nodelet up)
+ *       kubeconfig: ./proxy.kubeconfig  # list + watch Services and EndpointSlices there
+ *       nftables: { minSyncPeriod: 1s, syncPeriod: 30s }
  *
- * `--config` also takes an upstream KubeletConfiguration directly.
+ * `--config` also takes an upstream KubeletConfiguration directly. The `proxy:` section is a subset of
+ * upstream's KubeProxyConfiguration, with the same field names, plus nodelet's own (`services`,
+ * `kubeProxyConfig`, `userspace`); `nodelet kubelet` ignores it, so one file can serve a node's kubelet
+ * and proxy.
  */
 export const NODELET_API_VERSION = 'nodelet.dev/v1alpha1';
 export const NODELET_KIND = 'NodeletConfiguration';
@@ -37,9 +44,90 @@ export interface NodeletConfiguration {
     address?: string;
   };
   plugins?: Record<string, Record<string, unknown>>;
+  proxy?: ProxySection;
+}
+
+/** Go duration text: `1s`, `500ms`, `1m30s`. */
+type Duration = string;
+
+export interface ProxySection {
+  mode?: string;
+  kubeconfig?: string;
+  master?: string;
+  services?: string;
+  kubeProxyConfig?: string;
+  hostnameOverride?: string;
+  nodeIPs?: string[];
+  clusterCIDR?: string;
+  healthzBindAddress?: string;
+  nodePortAddresses?: string[];
+  masqueradeAll?: boolean;
+  minSyncPeriod?: Duration;
+  syncPeriod?: Duration;
+  iptables?: {
+    backend?: 'auto' | 'nft' | 'legacy';
+    masqueradeAll?: boolean;
+    masqueradeBit?: number;
+    minSyncPeriod?: Duration;
+    syncPeriod?: Duration;
+  };
+  nftables?: { minSyncPeriod?: Duration; syncPeriod?: Duration };
+  ipvs?: { scheduler?: string; minSyncPeriod?: Duration; syncPeriod?: Duration };
+  userspace?: { listenAddress?: string };
 }
 
 const path = { type: 'string', minLength: 1 };
+const duration = { type: 'string', minLength: 1, description: 'a Go duration: 1s, 500ms, 1m30s' };
+const syncPeriods = { minSyncPeriod: duration, syncPeriod: duration };
+
+/** The `proxy:` section: what `nodelet proxy --config` and `nodelet up --config` read. */
+export const proxySectionSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    mode: {
+      type: 'string',
+      minLength: 1,
+      description:
+        'iptables, nftables, ipvs, userspace (none: no proxy in nodelet up), or a plugin package or path',
+    },
+    kubeconfig: { ...path, description: 'list and watch Services and EndpointSlices on this cluster' },
+    master: { type: 'string', minLength: 1, description: 'API server URL; overrides the kubeconfig server' },
+    services: {
+      ...path,
+      description: 'Services and EndpointSlices from YAML files instead of an API server',
+    },
+    kubeProxyConfig: { ...path, description: 'an upstream KubeProxyConfiguration read first' },
+    hostnameOverride: { type: 'string', minLength: 1, description: 'node name of the proxy' },
+    nodeIPs: { type: 'array', items: { type: 'string' } },
+    clusterCIDR: { type: 'string' },
+    healthzBindAddress: { type: 'string', description: 'host:port of /healthz; "" disables it' },
+    nodePortAddresses: { type: 'array', items: { type: 'string' } },
+    masqueradeAll: { type: 'boolean' },
+    ...syncPeriods,
+    iptables: {
+      type: 'object',
+      additionalProperties: false,
+      properties: {
+        backend: { enum: ['auto', 'nft', 'legacy'] },
+        masqueradeAll: { type: 'boolean' },
+        masqueradeBit: { type: 'integer', minimum: 0, maximum: 31 },
+        ...syncPeriods,
+      },
+    },
+    nftables: { type: 'object', additionalProperties: false, properties: { ...syncPeriods } },
+    ipvs: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { scheduler: { enum: ['rr', 'lc', 'wrr', 'sh', 'dh'] }, ...syncPeriods },
+    },
+    userspace: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { listenAddress: { type: 'string', minLength: 1 } },
+    },
+  },
+} as const;
 
 export const nodeletConfigSchema = {
   type: 'object',
@@ -85,6 +173,7 @@ export const nodeletConfigSchema = {
       description: "each plugin's configuration, by plugin name",
       additionalProperties: { type: 'object' },
     },
+    proxy: proxySectionSchema,
   },
 } as const;
 

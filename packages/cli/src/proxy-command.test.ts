@@ -1,7 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
 import { createLogger, MemorySink } from '@nodelet/kernel';
@@ -15,7 +16,8 @@ import {
   WEB,
 } from '@nodelet/proxy/testing';
 import { stringify } from 'yaml';
-import { parseGoDuration, parseProxyArgs, resolveProxySetup } from './proxy-command.js';
+import { loadConfigFile } from './nodelet-config.js';
+import { parseGoDuration, parseProxyArgs, proxyHelp, resolveProxySetup } from './proxy-command.js';
 
 const main = fileURLToPath(new URL('./main.js', import.meta.url));
 // Checked before any test is declared (ava wants every declaration in the first tick after this).
@@ -94,6 +96,108 @@ test('--config: a KubeProxyConfiguration, and a NodeletConfiguration proxy secti
   t.true(setup.proxy.masqueradeAll);
   t.is(setup.proxy.services, join(dir, 'services'));
   t.is(sink.find('field="conntrack"').length, 1, 'an unimplemented field is reported once by name');
+});
+
+test('--kubeconfig / --master: the API server as the source; with --services too it is one clear line', async (t) => {
+  const logger = createLogger({ sink: () => undefined });
+  const setup = await resolveProxySetup(
+    parseProxyArgs(['--kubeconfig', 'kc.yaml', '--master', 'https://10.0.0.1:6443', '--mode', 'iptables']),
+    logger,
+  );
+  t.deepEqual(setup.api, { kubeconfig: resolve('kc.yaml'), master: 'https://10.0.0.1:6443' });
+  t.is(setup.proxy.services, undefined);
+  await t.throwsAsync(
+    () => resolveProxySetup(parseProxyArgs(['--kubeconfig', 'kc.yaml', '--services', 'dir']), logger),
+    { message: 'flags --services and --kubeconfig/--master both give the Services to proxy; keep one' },
+  );
+  await t.throwsAsync(() => resolveProxySetup(parseProxyArgs(['--mode', 'none']), logger), {
+    message: '--mode none means no proxy; choose iptables, nftables, ipvs, userspace',
+  });
+  const help = proxyHelp;
+  t.regex(help, /^ {2}--kubeconfig FILE {14}list and watch Services and EndpointSlices/m);
+  t.regex(help, /^ {2}nodelet proxy --kubeconfig FILE \[--hostname-override NAME\] \[flags\]$/m);
+});
+
+test('--config: the proxy section of a NodeletConfiguration, KubeProxyConfiguration-shaped; bad fields are named', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'nodelet-proxy-cfg-'));
+  t.teardown(() => rm(dir, { recursive: true, force: true }));
+  const logger = createLogger({ sink: () => undefined });
+  const write = (name: string, proxy: unknown) =>
+    writeFile(
+      join(dir, name),
+      stringify({ apiVersion: 'nodelet.dev/v1alpha1', kind: 'NodeletConfiguration', proxy }),
+    );
+  await write('nodelet.yaml', {
+    mode: 'nftables',
+    kubeconfig: './proxy.kubeconfig',
+    hostnameOverride: 'Node-B',
+    nftables: { minSyncPeriod: '250ms', syncPeriod: '1m' },
+    iptables: { minSyncPeriod: '5s' },
+  });
+  const setup = await resolveProxySetup(parseProxyArgs(['--config', join(dir, 'nodelet.yaml')]), logger);
+  t.is(setup.mode, 'nftables');
+  t.deepEqual(setup.api, { kubeconfig: join(dir, 'proxy.kubeconfig') }, 'relative to the file');
+  t.is(setup.proxy.nodeName, 'node-b');
+  t.is(setup.proxy.minSyncPeriodMs, 250, 'the section of the mode in use');
+  t.is(setup.proxy.syncPeriodMs, 60_000);
+
+  // A flag source wins over the file's.
+  const flagged = await resolveProxySetup(
+    parseProxyArgs(['--config', join(dir, 'nodelet.yaml'), '--services', join(dir, 'svc')]),
+    logger,
+  );
+  t.is(flagged.api, undefined);
+  t.is(flagged.proxy.services, join(dir, 'svc'));
+
+  // Upstream's field for it: clientConnection.kubeconfig of a KubeProxyConfiguration.
+  await writeFile(
+    join(dir, 'kube-proxy.yaml'),
+    stringify({
+      apiVersion: 'kubeproxy.config.k8s.io/v1alpha1',
+      kind: 'KubeProxyConfiguration',
+      clientConnection: { kubeconfig: 'kp.kubeconfig' },
+    }),
+  );
+  const upstream = await resolveProxySetup(
+    parseProxyArgs(['--config', join(dir, 'kube-proxy.yaml')]),
+    logger,
+  );
+  t.deepEqual(upstream.api, { kubeconfig: join(dir, 'kp.kubeconfig') });
+
+  await write('typo.yaml', { iptabels: {} });
+  await t.throwsAsync(() => resolveProxySetup(parseProxyArgs(['--config', join(dir, 'typo.yaml')]), logger), {
+    message: `${join(dir, 'typo.yaml')}: unknown field "proxy.iptabels"; remove it or check its spelling`,
+  });
+  await write('dur.yaml', { mode: 'iptables', iptables: { syncPeriod: 'often' } });
+  await t.throwsAsync(() => resolveProxySetup(parseProxyArgs(['--config', join(dir, 'dur.yaml')]), logger), {
+    message: `${join(dir, 'dur.yaml')}: field "proxy.iptables.syncPeriod": "often" is not a duration; write it like 1s, 30s or 500ms`,
+  });
+  await write('both.yaml', { services: './svc', kubeconfig: './kc' });
+  await t.throwsAsync(() => resolveProxySetup(parseProxyArgs(['--config', join(dir, 'both.yaml')]), logger), {
+    message: `${join(dir, 'both.yaml')}: fields proxy.services and proxy.kubeconfig/master both give the Services to proxy; keep one`,
+  });
+});
+
+test('one nodelet.yaml serves the kubelet and the proxy: nodelet kubelet --config accepts the proxy section', (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'nodelet-proxy-cfg-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const file = join(dir, 'nodelet.yaml');
+  writeFileSync(
+    file,
+    stringify({
+      apiVersion: 'nodelet.dev/v1alpha1',
+      kind: 'NodeletConfiguration',
+      nodeName: 'node1',
+      kubelet: { podManifestPath: './manifests' },
+      proxy: { mode: 'iptables', kubeconfig: './kc', iptables: { backend: 'legacy', masqueradeBit: 14 } },
+    }),
+  );
+  const loaded = loadConfigFile(file, createLogger({ sink: () => undefined }));
+  t.is(loaded.nodelet?.proxy?.iptables?.backend, 'legacy');
+  writeFileSync(file, 'apiVersion: nodelet.dev/v1alpha1\nkind: NodeletConfiguration\nproxy:\n  mode: 3\n');
+  t.throws(() => loadConfigFile(file, createLogger({ sink: () => undefined })), {
+    message: `${file}: field "proxy.mode" must be of type string`,
+  });
 });
 
 // End to end, as an operator runs it: the CLI process runs inside the node namespace of a topology.

@@ -5,6 +5,7 @@ import type { Kernel, Logger, NodeletPlugin } from '@nodelet/kernel';
 import type { ProxyBackend, ProxyPluginConfig } from '@nodelet/proxy';
 import { intFlag, parseFlags } from './args.js';
 import { CliError } from './errors.js';
+import type { ProxySection } from './nodelet-config.js';
 
 // Flags and help load nothing heavy; the kernel, the proxy and its backends are imported only to run.
 
@@ -14,7 +15,8 @@ export type ProxyMode = (typeof PROXY_MODES)[number];
 export const proxyHelp = `Run the proxy (kube-proxy): program Services and EndpointSlices into this node.
 
 Usage:
-  nodelet proxy --mode MODE [--services FILE_OR_DIR] [flags]
+  nodelet proxy --kubeconfig FILE [--hostname-override NAME] [flags]
+  nodelet proxy --services FILE_OR_DIR [flags]
   nodelet proxy --cleanup
 
 Modes:
@@ -25,11 +27,14 @@ Modes:
 
 Flags:
   --mode MODE                    iptables | nftables | ipvs | userspace (default iptables as root, else userspace)
-  --services FILE_OR_DIR         Services and EndpointSlices (YAML/JSON), re-read on change
+  --kubeconfig FILE              list and watch Services and EndpointSlices on the cluster of this kubeconfig
+  --master URL                   the API server; overrides the kubeconfig's server (alone: no credentials)
+  --services FILE_OR_DIR         Services and EndpointSlices from YAML/JSON files instead, re-read on change
   --config FILE                  a KubeProxyConfiguration (kubeproxy.config.k8s.io/v1alpha1) or a
                                  NodeletConfiguration (nodelet.dev/v1alpha1) with a proxy: section
   --cleanup                      remove every rule, chain, table and set of every mode, then exit
-  --hostname-override NAME       node name (default: the hostname, in lower case)
+  --hostname-override NAME       node name, for internalTrafficPolicy/externalTrafficPolicy Local and the
+                                 node's topology labels (default: the hostname, in lower case)
   --node-ip IP[,IP]              this node's IPv4 addresses (default: the non-loopback IPv4 addresses)
   --cluster-cidr CIDR            pod CIDR; traffic to a ClusterIP from outside it is masqueraded
   --masquerade-all               masquerade all traffic to services
@@ -42,10 +47,14 @@ Flags:
   --v N                          log verbosity: 0-1 info, 2 and up debug
   -h, --help                     show this help
 
-Rules stay in force when the proxy stops; the next start adopts them. Starting in one mode removes what
-the other modes left. Stop it with SIGINT or SIGTERM.
+With --kubeconfig, Services labelled service.kubernetes.io/service-proxy-name (another proxy's) and
+headless Services are skipped, as upstream kube-proxy does; an object with a bad field (a port out of
+range, an address that is not an IP) is logged once and skipped, and the rules of its last good version
+stay. Rules stay in force when the proxy stops; the next start adopts them. Starting in one mode removes
+what the other modes left. Stop it with SIGINT or SIGTERM.
 
 Examples:
+  nodelet proxy --kubeconfig ~/.nodelet/kubeconfig --mode nftables
   nodelet proxy --mode nftables --services ./services.yaml
   nodelet proxy --mode userspace --services ./services/ --listen-address 127.0.0.1
   nodelet proxy --cleanup
@@ -53,6 +62,8 @@ Examples:
 
 const options = {
   mode: { type: 'string' },
+  kubeconfig: { type: 'string' },
+  master: { type: 'string' },
   services: { type: 'string' },
   config: { type: 'string' },
   cleanup: { type: 'boolean' },
@@ -78,6 +89,8 @@ export interface ProxySetup {
   ipvsScheduler: string;
   listenAddress: string;
   v: number;
+  /** The API server to list and watch (instead of `proxy.services`). */
+  api?: { kubeconfig?: string; master?: string };
   /** Where the config came from, for logs. */
   configPath?: string;
 }
@@ -124,10 +137,13 @@ const KUBE_PROXY_FIELDS = new Set([
   'ipvs',
   'syncPeriod',
   'minSyncPeriod',
+  'clientConnection',
 ]);
 
 interface FileValues {
   mode?: string;
+  kubeconfig?: string;
+  master?: string;
   services?: string;
   nodeName?: string;
   nodeIPs?: string[];
@@ -144,7 +160,7 @@ interface FileValues {
 }
 
 async function readConfig(path: string, logger: Logger, seen = new Set<string>()): Promise<FileValues> {
-  const { readYamlFile } = await import('@nodelet/kernel');
+  const { readYamlFile, validateConfig } = await import('@nodelet/kernel');
   if (seen.has(path)) throw new CliError(`${path}: configuration files include each other`);
   seen.add(path);
   const doc = readYamlFile(path) as Record<string, any>;
@@ -166,8 +182,12 @@ async function readConfig(path: string, logger: Logger, seen = new Set<string>()
     const mode = doc.mode === '' || doc.mode === undefined ? undefined : String(doc.mode);
     const modeSection =
       (mode === 'nftables' ? doc.nftables : mode === 'ipvs' ? doc.ipvs : doc.iptables) ?? {};
+    const kubeconfig = doc.clientConnection?.kubeconfig;
     return {
       ...(mode ? { mode } : {}),
+      ...(typeof kubeconfig === 'string' && kubeconfig
+        ? { kubeconfig: resolve(dirname(path), kubeconfig) }
+        : {}),
       ...(doc.hostnameOverride ? { nodeName: String(doc.hostnameOverride) } : {}),
       ...(doc.clusterCIDR ? { clusterCIDR: String(doc.clusterCIDR).split(',')[0]! } : {}),
       ...(typeof doc.healthzBindAddress === 'string' ? { healthzBindAddress: doc.healthzBindAddress } : {}),
@@ -190,23 +210,52 @@ async function readConfig(path: string, logger: Logger, seen = new Set<string>()
     };
   }
   if (doc.kind === 'NodeletConfiguration') {
-    const p = (doc.proxy ?? {}) as Record<string, any>;
+    const { nodeletConfigSchema } = await import('./nodelet-config.js');
+    validateConfig(nodeletConfigSchema, doc, path);
+    const p: ProxySection = (doc.proxy ?? {}) as ProxySection;
     const rel = (v: string) => (isAbsolute(v) ? v : resolve(dirname(path), v));
-    const base = p.kubeProxyConfig ? await readConfig(rel(String(p.kubeProxyConfig)), logger, seen) : {};
+    const base = p.kubeProxyConfig ? await readConfig(rel(p.kubeProxyConfig), logger, seen) : {};
+    const mode = p.mode ?? base.mode;
+    // As in a KubeProxyConfiguration: the section of the mode in use, under the top-level fields.
+    const section = (mode === 'nftables' ? p.nftables : mode === 'ipvs' ? p.ipvs : p.iptables) ?? {};
+    const minSync = p.minSyncPeriod ?? section.minSyncPeriod;
+    const sync = p.syncPeriod ?? section.syncPeriod;
+    const field = (f: string) => `${path}: field "proxy.${f}"`;
     return {
       ...base,
       ...(doc.nodeName ? { nodeName: String(doc.nodeName) } : {}),
-      ...(p.mode ? { mode: String(p.mode) } : {}),
-      ...(p.services ? { services: rel(String(p.services)) } : {}),
-      ...(Array.isArray(p.nodeIPs) ? { nodeIPs: p.nodeIPs.map(String) } : {}),
-      ...(p.clusterCIDR ? { clusterCIDR: String(p.clusterCIDR) } : {}),
-      ...(typeof p.healthzBindAddress === 'string' ? { healthzBindAddress: p.healthzBindAddress } : {}),
-      ...(typeof p.masqueradeAll === 'boolean' ? { masqueradeAll: p.masqueradeAll } : {}),
-      ...(p.minSyncPeriod ? { minSyncPeriodMs: dur(p.minSyncPeriod, 'proxy.minSyncPeriod')! } : {}),
-      ...(p.syncPeriod ? { syncPeriodMs: dur(p.syncPeriod, 'proxy.syncPeriod')! } : {}),
-      ...(p.iptables?.backend ? { iptablesBackend: String(p.iptables.backend) } : {}),
-      ...(p.ipvs?.scheduler ? { ipvsScheduler: String(p.ipvs.scheduler) } : {}),
-      ...(p.userspace?.listenAddress ? { listenAddress: String(p.userspace.listenAddress) } : {}),
+      ...(p.hostnameOverride ? { nodeName: p.hostnameOverride } : {}),
+      ...(p.mode ? { mode: p.mode } : {}),
+      ...(p.kubeconfig ? { kubeconfig: rel(p.kubeconfig) } : {}),
+      ...(p.master ? { master: p.master } : {}),
+      ...(p.services ? { services: rel(p.services) } : {}),
+      ...(p.nodeIPs ? { nodeIPs: p.nodeIPs } : {}),
+      ...(p.clusterCIDR ? { clusterCIDR: p.clusterCIDR } : {}),
+      ...(p.healthzBindAddress !== undefined ? { healthzBindAddress: p.healthzBindAddress } : {}),
+      ...(p.nodePortAddresses ? { nodePortAddresses: p.nodePortAddresses } : {}),
+      ...((p.masqueradeAll ?? p.iptables?.masqueradeAll) !== undefined
+        ? { masqueradeAll: (p.masqueradeAll ?? p.iptables?.masqueradeAll)! }
+        : {}),
+      ...(p.iptables?.masqueradeBit !== undefined ? { masqueradeBit: p.iptables.masqueradeBit } : {}),
+      ...(minSync
+        ? {
+            minSyncPeriodMs: parseGoDuration(
+              minSync,
+              field(p.minSyncPeriod ? 'minSyncPeriod' : `${mode ?? 'iptables'}.minSyncPeriod`),
+            ),
+          }
+        : {}),
+      ...(sync
+        ? {
+            syncPeriodMs: parseGoDuration(
+              sync,
+              field(p.syncPeriod ? 'syncPeriod' : `${mode ?? 'iptables'}.syncPeriod`),
+            ),
+          }
+        : {}),
+      ...(p.iptables?.backend ? { iptablesBackend: p.iptables.backend } : {}),
+      ...(p.ipvs?.scheduler ? { ipvsScheduler: p.ipvs.scheduler } : {}),
+      ...(p.userspace?.listenAddress ? { listenAddress: p.userspace.listenAddress } : {}),
     };
   }
   throw new CliError(
@@ -227,14 +276,36 @@ export function parseProxyArgs(args: readonly string[]): ParsedProxyArgs {
   return { help: !!values.help, cleanup: !!values.cleanup, values };
 }
 
-export async function resolveProxySetup(parsed: ParsedProxyArgs, logger: Logger): Promise<ProxySetup> {
+/** What differs when `nodelet up` runs the proxy: its flag names, defaults, and mode `none`. */
+export interface ProxySetupContext {
+  /** The mode flag's name in messages. Default `--mode`. */
+  modeFlag?: string;
+  /** Accept mode `none` (no proxy). */
+  allowNone?: boolean;
+  /** /healthz address when neither flag nor file sets it. Default 127.0.0.1:10256. */
+  healthzBindAddress?: string;
+}
+
+export async function resolveProxySetup(
+  parsed: ParsedProxyArgs,
+  logger: Logger,
+  context: ProxySetupContext = {},
+): Promise<ProxySetup> {
   const f = parsed.values;
   const file: FileValues = f.config ? await readConfig(resolve(f.config), logger) : {};
   const isRoot = process.getuid?.() === 0;
   const mode = f.mode ?? file.mode ?? (isRoot ? 'iptables' : 'userspace');
-  if (!(PROXY_MODES as readonly string[]).includes(mode) && !/^(\.|\/|@|[a-z0-9])/.test(mode)) {
+  const modeFlag = context.modeFlag ?? '--mode';
+  if (mode === 'none' && !context.allowNone) {
+    throw new CliError(`${modeFlag} none means no proxy; choose ${PROXY_MODES.join(', ')}`);
+  }
+  if (
+    mode !== 'none' &&
+    !(PROXY_MODES as readonly string[]).includes(mode) &&
+    !/^(\.|\/|@|[a-z0-9])/.test(mode)
+  ) {
     throw new CliError(
-      `--mode must be one of ${PROXY_MODES.join(', ')} (or a plugin package or path); got ${JSON.stringify(mode)}`,
+      `${modeFlag} must be one of ${PROXY_MODES.join(', ')}${context.allowNone ? ', none' : ''} (or a plugin package or path); got ${JSON.stringify(mode)}`,
     );
   }
   const backend = f['iptables-backend'] ?? file.iptablesBackend ?? 'auto';
@@ -248,7 +319,27 @@ export async function resolveProxySetup(parsed: ParsedProxyArgs, logger: Logger)
     : (file.nodeIPs ?? ipv4Addresses());
   for (const ip of nodeIPs)
     if (!isIPv4(ip)) throw new CliError(`--node-ip: ${JSON.stringify(ip)} is not an IPv4 address`);
-  const services = f.services ? resolve(f.services) : file.services;
+  // Where Services come from: flags decide over the file; one place gives one kind of source.
+  const fromFlags = f.services !== undefined || f.kubeconfig !== undefined || f.master !== undefined;
+  const src = fromFlags
+    ? {
+        services: f.services !== undefined ? resolve(f.services) : undefined,
+        kubeconfig: f.kubeconfig !== undefined ? resolve(f.kubeconfig) : undefined,
+        master: f.master,
+        where: 'flags --services and --kubeconfig/--master',
+      }
+    : { ...file, where: `${f.config}: fields proxy.services and proxy.kubeconfig/master` };
+  if (src.services && (src.kubeconfig || src.master)) {
+    throw new CliError(`${src.where} both give the Services to proxy; keep one`);
+  }
+  const services = src.services;
+  const api =
+    src.kubeconfig || src.master
+      ? {
+          ...(src.kubeconfig ? { kubeconfig: src.kubeconfig } : {}),
+          ...(src.master ? { master: src.master } : {}),
+        }
+      : undefined;
   const minSync = f['min-sync-period']
     ? parseGoDuration(f['min-sync-period'], '--min-sync-period')
     : file.minSyncPeriodMs;
@@ -256,7 +347,8 @@ export async function resolveProxySetup(parsed: ParsedProxyArgs, logger: Logger)
   const proxy: ProxyPluginConfig = {
     nodeName: (f['hostname-override'] ?? file.nodeName ?? hostname()).toLowerCase(),
     nodeIPs,
-    healthzBindAddress: f['healthz-bind-address'] ?? file.healthzBindAddress ?? '127.0.0.1:10256',
+    healthzBindAddress:
+      f['healthz-bind-address'] ?? file.healthzBindAddress ?? context.healthzBindAddress ?? '127.0.0.1:10256',
     ...((f['cluster-cidr'] ?? file.clusterCIDR)
       ? { clusterCIDR: (f['cluster-cidr'] ?? file.clusterCIDR)! }
       : {}),
@@ -274,6 +366,7 @@ export async function resolveProxySetup(parsed: ParsedProxyArgs, logger: Logger)
     ipvsScheduler: scheduler,
     listenAddress: f['listen-address'] ?? file.listenAddress ?? '127.0.0.1',
     v: intFlag('v', f.v?.replace(/^=/, ''), 0, 10) ?? 0,
+    ...(api ? { api } : {}),
     ...(f.config ? { configPath: resolve(f.config) } : {}),
   };
 }
@@ -303,7 +396,14 @@ export async function backendPlugin(
     default: {
       const target =
         setup.mode.startsWith('.') || setup.mode.startsWith('/') ? resolve(setup.mode) : setup.mode;
-      const mod = (await import(target)) as { default?: NodeletPlugin<any>; plugin?: NodeletPlugin<any> };
+      let mod: { default?: NodeletPlugin<any>; plugin?: NodeletPlugin<any> };
+      try {
+        mod = (await import(target)) as typeof mod;
+      } catch (err) {
+        throw new CliError(
+          `proxy mode ${JSON.stringify(setup.mode)} is not one of ${PROXY_MODES.join(', ')}, and no plugin package or file of that name loads: ${(err as Error).message.split('\n')[0]}`,
+        );
+      }
       const plugin = mod.default ?? mod.plugin;
       if (!plugin?.manifest)
         throw new CliError(
@@ -359,7 +459,7 @@ export async function runProxy(
     io.stdout(proxyHelp);
     return undefined;
   }
-  const { createLogger, Kernel } = await import('@nodelet/kernel');
+  const { createLogger } = await import('@nodelet/kernel');
   const logger = createLogger({
     level: intFlag('v', parsed.values.v?.replace(/^=/, ''), 0, 10)! >= 2 ? 'debug' : 'info',
   });
@@ -370,12 +470,8 @@ export async function runProxy(
     return undefined;
   }
   const setup = await resolveProxySetup(parsed, logger);
-  const { proxyPlugin } = await import('@nodelet/proxy');
-  const { plugin, config } = await backendPlugin(setup);
   await cleanupModes(logger.child('cleanup'), setup.mode);
-  const kernel = new Kernel({ logger });
-  kernel.use(plugin, config, `proxy mode ${setup.mode}`);
-  kernel.use(proxyPlugin, setup.proxy, 'proxy configuration');
+  const kernel = await buildProxyKernel(setup, logger);
   await kernel.start();
   kernel.stopOnSignals(io.onStopped ?? (() => process.exit(0)));
   logger.info('nodelet proxy running', {
@@ -383,7 +479,28 @@ export async function runProxy(
     node: setup.proxy.nodeName,
     healthz: setup.proxy.healthzBindAddress || 'disabled',
     ...(setup.proxy.services ? { services: setup.proxy.services } : {}),
+    ...(setup.api?.kubeconfig ? { kubeconfig: setup.api.kubeconfig } : {}),
+    ...(setup.api?.master ? { master: setup.api.master } : {}),
     ...(setup.configPath ? { config: setup.configPath } : {}),
   });
+  return kernel;
+}
+
+/**
+ * The proxy's kernel, not started: the backend plugin of the mode, the API source when the setup names
+ * an API server, and the proxy. `nodelet proxy` and `nodelet up` both run this.
+ */
+export async function buildProxyKernel(setup: ProxySetup, logger: Logger): Promise<Kernel> {
+  const [{ Kernel }, { proxyPlugin, apiSourcePlugin }, { plugin, config }] = await Promise.all([
+    import('@nodelet/kernel'),
+    import('@nodelet/proxy'),
+    backendPlugin(setup),
+  ]);
+  const kernel = new Kernel({ logger });
+  kernel.use(plugin, config, `proxy mode ${setup.mode}`);
+  if (setup.api) {
+    kernel.use(apiSourcePlugin, { ...setup.api, nodeName: setup.proxy.nodeName }, 'proxy API source');
+  }
+  kernel.use(proxyPlugin, setup.proxy, 'proxy configuration');
   return kernel;
 }

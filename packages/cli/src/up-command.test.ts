@@ -1,6 +1,6 @@
 import test from 'ava';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MAIN, nodelet, pollUntil } from './test-helpers.js';
@@ -35,7 +35,17 @@ interface Up {
 }
 
 async function up(dataDir: string): Promise<Up> {
-  const child = spawn(process.execPath, [MAIN, 'up', '--data-dir', dataDir, '--port', '0']);
+  // No proxy here (it would program the host's iptables); e2e-proxy/ tests it.
+  const child = spawn(process.execPath, [
+    MAIN,
+    'up',
+    '--data-dir',
+    dataDir,
+    '--port',
+    '0',
+    '--proxy-mode',
+    'none',
+  ]);
   let out = '';
   let err = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
@@ -149,4 +159,44 @@ test('nodelet up refuses bad flags with one line that names the flag', async (t)
   const help = await nodelet(['up', '--help']);
   t.is(help.code, 0);
   t.regex(help.stdout, /^Usage:\n {2}nodelet up \[flags\]$/m);
+  t.regex(
+    help.stdout,
+    /^ {2}--proxy-mode MODE {3}the proxy: iptables \| nftables \| ipvs \| userspace \| none/m,
+  );
+  t.is(parseUpArgs(['--proxy-mode', 'nftables']).flags.proxyMode, 'nftables');
+  t.is(parseUpArgs([]).flags.proxyMode, undefined);
+});
+
+test('nodelet up refuses a bad proxy mode or proxy section before it starts anything', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'nodelet-up-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const upper = await nodelet(['up', '--data-dir', dir, '--port', '0', '--proxy-mode', 'IPTables']);
+  t.is(upper.code, 1);
+  t.regex(
+    upper.stderr,
+    /--proxy-mode must be one of iptables, nftables, ipvs, userspace, none \(or a plugin package or path\); got "IPTables"/,
+  );
+  const missing = await nodelet(['up', '--data-dir', dir, '--port', '0', '--proxy-mode', 'ipfw']);
+  t.regex(
+    missing.stderr,
+    /proxy mode "ipfw" is not one of iptables, nftables, ipvs, userspace, and no plugin package or file of that name loads/,
+  );
+  writeFileSync(
+    join(dir, 'nodelet.yaml'),
+    'apiVersion: nodelet.dev/v1alpha1\nkind: NodeletConfiguration\nproxy:\n  mode: userspace\n  services: ./svc\n',
+  );
+  const services = await nodelet([
+    'up',
+    '--data-dir',
+    dir,
+    '--port',
+    '0',
+    '--config',
+    join(dir, 'nodelet.yaml'),
+  ]);
+  t.regex(
+    services.stderr,
+    /nodelet\.yaml: nodelet up proxies the Services of its own API server; remove proxy\.services, proxy\.kubeconfig and proxy\.master/,
+  );
+  t.false(existsSync(join(dir, 'state.db')), 'nothing was started');
 });

@@ -1,14 +1,15 @@
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
-import type { Kernel } from '@nodelet/kernel';
+import type { Kernel, Logger } from '@nodelet/kernel';
 import { intFlag, parseFlags } from './args.js';
 import { CliError } from './errors.js';
+import type { ProxySetup } from './proxy-command.js';
 
 // Flags and help load nothing heavy; the kernel and the control plane are imported only to run.
 
 export const upHelp = `Run a Kubernetes cluster in one process: the embedded control plane (API server on SQLite, scheduler,
-EndpointSlice controller) that kubectl and @kubernetes/client-node talk to over HTTPS, and a kubelet per
-node that joins it.
+EndpointSlice controller) that kubectl and @kubernetes/client-node talk to over HTTPS, a kubelet per
+node that joins it, and the proxy, so the ClusterIPs of its Services answer on this host.
 
 Usage:
   nodelet up [flags]
@@ -21,15 +22,25 @@ Flags:
   --nodes N           simulated nodes on the fake runtime (default 1)
   --hostname-override NAME
                       name of the node, or of nodes NAME-1..NAME-N (default: the hostname)
+  --proxy-mode MODE   the proxy: iptables | nftables | ipvs | userspace | none (default iptables as
+                      root, else userspace; none runs no proxy)
+  --config FILE       a NodeletConfiguration whose proxy: section configures the proxy, as for
+                      nodelet proxy --config (mode, iptables/nftables/ipvs sections, minSyncPeriod, …)
   --v N               log verbosity: 0-1 info, 2 and up debug (default 0)
   -h, --help          show this help
 
 The admin kubeconfig is written to <data-dir>/kubeconfig; node N's state is under <data-dir>/nodes/<N>.
 Objects survive a restart with the same --data-dir. Stop it with SIGINT or SIGTERM.
 
+The proxy lists and watches Services and EndpointSlices of the embedded API server, as the first node
+(Local traffic policies). Services get ClusterIPs from 10.96.0.0/12: iptables and nftables program this
+host (DNAT to pod IPs), userspace listens on 127.0.0.1 at each service port. Rules stay in force when
+nodelet up stops, so running pods stay reachable; nodelet proxy --cleanup removes them.
+
 Examples:
   nodelet up
   kubectl --kubeconfig ~/.nodelet/kubeconfig get nodes
+  sudo nodelet up --runtime containerd --proxy-mode nftables
 `;
 
 const options = {
@@ -39,6 +50,8 @@ const options = {
   runtime: { type: 'string' },
   nodes: { type: 'string' },
   'hostname-override': { type: 'string' },
+  'proxy-mode': { type: 'string' },
+  config: { type: 'string' },
   v: { type: 'string', short: 'v' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -50,6 +63,9 @@ export interface UpFlags {
   runtime: 'fake' | 'containerd';
   nodes: number;
   hostnameOverride?: string;
+  /** Undefined: from --config, else iptables as root and userspace otherwise. */
+  proxyMode?: string;
+  config?: string;
   v: number;
 }
 
@@ -84,6 +100,8 @@ export function parseUpArgs(args: readonly string[]): { help: boolean; flags: Up
       runtime,
       nodes,
       hostnameOverride,
+      ...(values['proxy-mode'] !== undefined ? { proxyMode: values['proxy-mode'] } : {}),
+      ...(values.config !== undefined ? { config: resolve(values.config) } : {}),
       v: intFlag('v', values.v?.replace(/^=/, ''), 0, 10) ?? 0,
     },
   };
@@ -118,6 +136,13 @@ export async function runUp(
     import('./kubelet-command.js'),
   ]);
   const logger = createLogger({ level: flags.v >= 2 ? 'debug' : 'info' });
+  const env = hostEnv(logger);
+  const host = flags.hostnameOverride ?? (env.hostname.trim().toLowerCase() || 'nodelet');
+  const nodeNames = Array.from({ length: flags.nodes }, (_, i) =>
+    flags.nodes === 1 ? host : `${host}-${i + 1}`,
+  );
+  // The proxy's configuration is checked before anything starts.
+  const proxySetup = await resolveUpProxy(flags, nodeNames[0]!, logger);
   const kernel = new Kernel({ logger });
   kernel.use(
     controlPlanePlugin,
@@ -138,11 +163,9 @@ export async function runUp(
     }
   };
   stops.push(() => kernel.stop());
+  let proxyLine = 'proxy: none\n';
   try {
-    const env = hostEnv(logger);
-    const host = flags.hostnameOverride ?? (env.hostname.trim().toLowerCase() || 'nodelet');
-    for (let i = 1; i <= flags.nodes; i++) {
-      const name = flags.nodes === 1 ? host : `${host}-${i}`;
+    for (const name of nodeNames) {
       const nodeDir = join(flags.dataDir, 'nodes', name);
       const setup = resolveKubeletSetup(
         {
@@ -168,6 +191,23 @@ export async function runUp(
       const unregister = cp.registerLogProvider(name, kubeletLogs(address.port));
       stops.push(async () => unregister());
     }
+    if (proxySetup) {
+      // The admin credentials: the embedded API server has one authority, and the proxy is part of it.
+      proxySetup.api = { kubeconfig: cp.kubeconfigPath };
+      const proxyLogger = logger.child('proxy');
+      const { buildProxyKernel, cleanupModes } = await import('./proxy-command.js');
+      if (env.isRoot) await cleanupModes(proxyLogger.child('cleanup'), proxySetup.mode);
+      const proxyKernel = await buildProxyKernel(proxySetup, proxyLogger);
+      await proxyKernel.start();
+      // Stopping leaves the rules in force, as upstream: pods stay reachable across a restart.
+      stops.push(() => proxyKernel.stop());
+      const { ProxyCapability } = await import('@nodelet/proxy');
+      const healthz = proxyKernel.get(ProxyCapability).healthzAddress;
+      proxyLine =
+        `proxy: ${proxySetup.mode} mode, node ${nodeNames[0]}` +
+        (healthz ? `, healthz http://${healthz.address}:${healthz.port}/healthz` : '') +
+        '\n';
+    }
   } catch (err) {
     await stopAll();
     throw err;
@@ -181,10 +221,46 @@ export async function runUp(
   process.once('SIGTERM', onSignal);
   io.stdout(
     `nodelet control plane is serving at ${cp.url} with ${flags.nodes} node${flags.nodes === 1 ? '' : 's'} (${flags.runtime} runtime)\n` +
+      proxyLine +
       `kubeconfig: ${cp.kubeconfigPath}\n` +
       `try: kubectl --kubeconfig ${cp.kubeconfigPath} get nodes\n`,
   );
   return kernel;
+}
+
+/**
+ * The proxy of `nodelet up`: `--proxy-mode` over the `proxy:` section of `--config`, for the first node;
+ * undefined for mode `none`. Its source is always the embedded API server.
+ */
+async function resolveUpProxy(
+  flags: UpFlags,
+  nodeName: string,
+  logger: Logger,
+): Promise<ProxySetup | undefined> {
+  const { backendPlugin, resolveProxySetup } = await import('./proxy-command.js');
+  const setup = await resolveProxySetup(
+    {
+      help: false,
+      cleanup: false,
+      values: {
+        ...(flags.proxyMode !== undefined ? { mode: flags.proxyMode } : {}),
+        ...(flags.config !== undefined ? { config: flags.config } : {}),
+        'hostname-override': nodeName,
+      },
+    },
+    logger,
+    // Several clusters may run on one host (tests do): /healthz on a free port unless configured.
+    { modeFlag: '--proxy-mode', allowNone: true, healthzBindAddress: '127.0.0.1:0' },
+  );
+  if (setup.mode === 'none') return undefined;
+  // A mode that names a plugin package is loaded now, so a typo fails before anything starts.
+  await backendPlugin(setup);
+  if (setup.proxy.services || setup.api) {
+    throw new CliError(
+      `${flags.config}: nodelet up proxies the Services of its own API server; remove proxy.services, proxy.kubeconfig and proxy.master`,
+    );
+  }
+  return setup;
 }
 
 /** `pods/log` from a kubelet's `/containerLogs` endpoint on 127.0.0.1:`port`. */

@@ -15,3 +15,5 @@ export * from './exec.js';
 export * from './plugin.js';
 export * from './hash.js';
 export * from './ip.js';
+export * from './api-source.js';
+export * from './api-source-plugin.js';

@@ -64,7 +64,8 @@ export function nodeContextFrom(config: ProxyPluginConfig): NodeContext {
 
 /**
  * The proxy as a kernel plugin: requires a `proxy.backend` (chosen by `proxy.mode`), uses a
- * `proxy.source` when one is loaded (the API watch) and otherwise reads `services` files; provides
+ * `proxy.source` when one is loaded (`apiSourcePlugin`: the API watch) and otherwise reads `services`
+ * files; provides
  * `proxy` (the running Proxier). Stopping the plugin leaves the kernel rules in force, as upstream.
  */
 export const proxyPlugin = definePlugin<ProxyPluginConfig>({
@@ -89,12 +90,17 @@ export const proxyPlugin = definePlugin<ProxyPluginConfig>({
       });
     }
     if (!source) {
-      ctx.logger.warn('no source of Services: give --services FILE_OR_DIR or load a proxy.source plugin');
+      ctx.logger.warn(
+        'no source of Services: give --kubeconfig FILE, --services FILE_OR_DIR or load a proxy.source plugin',
+      );
     }
+    // The source is wrapped before the proxier exists; labels only arrive once it runs.
+    const made: { proxier?: Proxier } = {};
+    const proxied = source && withNodeLabels(source, config, () => made.proxier);
     const proxier = new Proxier(
       {
         backend: ctx.get(ProxyBackendCapability),
-        ...(source ? { source } : {}),
+        ...(proxied ? { source: proxied } : {}),
         clock: ctx.clock,
         logger: ctx.logger,
         bus: ctx.bus,
@@ -107,8 +113,39 @@ export const proxyPlugin = definePlugin<ProxyPluginConfig>({
         ...(config.healthzBindAddress !== undefined ? { healthzBindAddress: config.healthzBindAddress } : {}),
       },
     );
+    made.proxier = proxier;
     ctx.provide(ProxyCapability, proxier);
     ctx.onStart(() => proxier.start());
     ctx.onStop(() => proxier.stop());
   },
 });
+
+/**
+ * The source, with the node's topology labels it reports (a watch of the Node) applied to the proxy:
+ * the labels of the Node win over `topologyLabels` of the configuration, which stay the default.
+ */
+function withNodeLabels(
+  source: ProxySource,
+  config: ProxyPluginConfig,
+  proxier: () => Proxier | undefined,
+): ProxySource {
+  return {
+    name: source.name,
+    start: (handler) =>
+      source.start({
+        ...handler,
+        nodeLabels: (labels) => {
+          const p = proxier();
+          if (!p) return;
+          const topologyLabels = { ...(config.topologyLabels ?? {}), ...labels };
+          const current = p.tracker.nodeContext;
+          // Every service is recomputed on a node change: only for a real one.
+          const same = (a: Record<string, string>, b: Record<string, string>) =>
+            JSON.stringify(Object.entries(a).sort()) === JSON.stringify(Object.entries(b).sort());
+          if (same(current.topologyLabels, topologyLabels)) return;
+          p.setNode({ ...current, topologyLabels });
+        },
+      }),
+    stop: () => source.stop(),
+  };
+}

@@ -7,8 +7,8 @@ import type { EndpointSlice, Service } from './objects.js';
  * initial list of both kinds has been delivered; the proxy writes no rules before that, so a restart
  * never programs a half-listed state.
  *
- * Built in: `FileSource` (YAML files, for standalone use). The API source (a watch on the API server,
- * the embedded control plane or a real cluster) is a plugin that provides `proxy.source`.
+ * Built in: `FileSource` (YAML files, for standalone use) and `ApiSource` (list + watch on an API server:
+ * the embedded control plane or a real cluster), which `apiSourcePlugin` provides as `proxy.source`.
  */
 export interface ProxySourceHandler {
   upsertService(svc: Service): void;
@@ -16,6 +16,11 @@ export interface ProxySourceHandler {
   upsertEndpointSlice(slice: EndpointSlice): void;
   deleteEndpointSlice(slice: EndpointSlice): void;
   synced(): void;
+  /**
+   * This node's topology labels (`topology.kubernetes.io/*`) changed: a source that watches the Node calls
+   * it, and the proxy recomputes topology-aware routing. Optional on both sides.
+   */
+  nodeLabels?(labels: Record<string, string>): void;
 }
 
 export interface ProxySource {

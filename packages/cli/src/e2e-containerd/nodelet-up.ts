@@ -51,9 +51,15 @@ export class NodeletUp {
   /** Starts it on a new temporary data directory and waits (bounded) until it prints its kubectl line. */
   static async start(args: string[]): Promise<NodeletUp> {
     const dataDir = mkdtempSync(join(tmpdir(), 'nodelet-e2e-up-'));
-    const child = spawn(process.execPath, [MAIN, 'up', '--data-dir', dataDir, '--port', '0', ...args], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    // No proxy unless a test asks for one: it would program the host's iptables.
+    const proxy = args.includes('--proxy-mode') ? [] : ['--proxy-mode', 'none'];
+    const child = spawn(
+      process.execPath,
+      [MAIN, 'up', '--data-dir', dataDir, '--port', '0', ...proxy, ...args],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     const up = new NodeletUp(dataDir, child);
     await pollUntil(
       'nodelet up to print its kubectl line',
