@@ -68,6 +68,36 @@ test('a KubeletConfiguration given to --config: its fields, paths relative to it
   t.is(sink.find('"evictionHard" is not supported by nodelet yet').length, 1);
 });
 
+test('KubeletConfiguration: API client limits, node status and lease timing reach the API connection', (t) => {
+  const dir = tmp(t);
+  const sink = new MemorySink();
+  writeFileSync(
+    join(dir, 'kubelet.yaml'),
+    kubeletConfig(
+      'nodeStatusUpdateFrequency: 4s\nnodeStatusReportFrequency: 1m\nnodeLeaseDurationSeconds: 20\n' +
+        'kubeAPIQPS: 5\nkubeAPIBurst: 10\neventRecordQPS: 2\neventBurst: 3\n',
+    ),
+  );
+  const setup = resolveKubeletSetup(
+    { config: join(dir, 'kubelet.yaml'), kubeconfig: join(dir, 'kubeconfig') },
+    env('/elsewhere', sink),
+  );
+  t.like(setup.kubelet.apiServer, {
+    nodeStatusUpdateFrequencyMs: 4000,
+    nodeStatusReportFrequencyMs: 60_000,
+    nodeLeaseDurationSeconds: 20,
+    kubeAPIQPS: 5,
+    kubeAPIBurst: 10,
+    eventRecordQPS: 2,
+    eventBurst: 3,
+  });
+  t.is(sink.find('is not supported by nodelet yet').length, 0);
+  writeFileSync(join(dir, 'bad.yaml'), kubeletConfig('nodeStatusUpdateFrequency: 0s\n'));
+  t.throws(() => resolveKubeletSetup({ config: join(dir, 'bad.yaml') }, env('/elsewhere')), {
+    message: /nodeStatusUpdateFrequency.*above 0/,
+  });
+});
+
 test('precedence: flags > NodeletConfiguration > KubeletConfiguration > defaults', (t) => {
   const dir = tmp(t);
   writeFileSync(join(dir, 'kubelet.yaml'), kubeletConfig());

@@ -2,7 +2,13 @@ import { isIP } from 'node:net';
 import { homedir, hostname, networkInterfaces } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Logger } from '@nodelet/kernel';
-import { type ApiServerOptions, type KubeletPluginConfig, parseLabels, parseTaints } from '@nodelet/kubelet';
+import {
+  type ApiServerOptions,
+  type KubeletConfigValues,
+  type KubeletPluginConfig,
+  parseLabels,
+  parseTaints,
+} from '@nodelet/kubelet';
 import { CliError } from './errors.js';
 import { type LoadedConfig, loadConfigFile } from './nodelet-config.js';
 import { checkRuntimeName, type RuntimeChoice } from './runtimes.js';
@@ -193,7 +199,7 @@ export function resolveKubeletSetup(flags: KubeletFlags, env: SetupEnv): Kubelet
   if (kc.fileCheckFrequencyMs !== undefined) kubelet.fileCheckFrequencyMs = kc.fileCheckFrequencyMs;
   if (kc.httpCheckFrequencyMs !== undefined) kubelet.httpCheckFrequencyMs = kc.httpCheckFrequencyMs;
   if (kc.syncFrequencyMs !== undefined) kubelet.syncFrequencyMs = kc.syncFrequencyMs;
-  const apiServer = apiServerOptions(flags, fromCwd, kc.maxPods);
+  const apiServer = apiServerOptions(flags, fromCwd, kc);
   if (apiServer) kubelet.apiServer = apiServer;
 
   const setup: KubeletSetup = {
@@ -224,7 +230,7 @@ export function resolveKubeletSetup(flags: KubeletFlags, env: SetupEnv): Kubelet
 function apiServerOptions(
   flags: KubeletFlags,
   fromCwd: (p: string) => string,
-  maxPods: number | undefined,
+  kc: KubeletConfigValues,
 ): ApiServerOptions | undefined {
   const joining = flags.kubeconfig !== undefined || flags.bootstrapKubeconfig !== undefined;
   if (!joining) {
@@ -241,7 +247,19 @@ function apiServerOptions(
   if (flags.kubeconfig !== undefined) options.kubeconfig = fromCwd(flags.kubeconfig);
   if (flags.bootstrapKubeconfig !== undefined)
     options.bootstrapKubeconfig = fromCwd(flags.bootstrapKubeconfig);
-  if (maxPods !== undefined) options.maxPods = maxPods;
+  if (kc.maxPods !== undefined) options.maxPods = kc.maxPods;
+  // KubeletConfiguration fields of the API connection, node status and lease.
+  for (const key of [
+    'kubeAPIQPS',
+    'kubeAPIBurst',
+    'eventRecordQPS',
+    'eventBurst',
+    'nodeStatusUpdateFrequencyMs',
+    'nodeStatusReportFrequencyMs',
+    'nodeLeaseDurationSeconds',
+  ] as const) {
+    if (kc[key] !== undefined) options[key] = kc[key];
+  }
   try {
     const labels = Object.assign({}, ...(flags.nodeLabels ?? []).map(parseLabels));
     if (Object.keys(labels).length > 0) options.nodeLabels = labels;

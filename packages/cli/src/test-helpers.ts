@@ -116,6 +116,7 @@ export class KubeletProcess {
   static async start(
     t: { teardown: (fn: () => void | Promise<void>) => void },
     nodeName = 'node1',
+    extraArgs: readonly string[] = [],
   ): Promise<KubeletProcess> {
     const k = new KubeletProcess(await freePort(), nodeName);
     t.teardown(() => k.kill());
@@ -138,6 +139,7 @@ export class KubeletProcess {
         nodeName,
         '--config',
         join(k.dir, 'nodelet.yaml'),
+        ...extraArgs,
       ],
       { stdio: ['ignore', 'ignore', 'pipe'] },
     );

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Clock, Logger } from '@nodelet/kernel';
@@ -10,7 +11,17 @@ import { EventRecorder } from './controllers/event-recorder.js';
 import { EndpointSliceController } from './controllers/endpointslice-controller.js';
 import { NamespaceController } from './controllers/namespace-controller.js';
 import { Scheduler } from './controllers/scheduler.js';
-import { ensureNodeCert, ensurePki, writeKubeconfig, type KeyPair, type Pki } from './pki.js';
+import { bootstrapTokenSecretType } from './apiserver/authentication.js';
+import { CsrController } from './controllers/csr-controller.js';
+import {
+  ensureNodeCert,
+  ensurePki,
+  readBootstrapToken,
+  writeKubeconfig,
+  writeTokenKubeconfig,
+  type KeyPair,
+  type Pki,
+} from './pki.js';
 import { parseCidr, parsePortRange, ServiceAllocator } from './resources/allocators.js';
 import { servedResources } from './resources/index.js';
 import { RevisionStore } from './storage/revision-store.js';
@@ -58,6 +69,8 @@ export const kubernetesVersion = { major: '1', minor: '34', gitVersion: 'v1.34.0
 export class ControlPlane {
   readonly dataDir: string;
   readonly kubeconfigPath: string;
+  /** A kubeconfig with this cluster's bootstrap token, for kubelets that join by TLS bootstrapping. */
+  readonly bootstrapKubeconfigPath: string;
   private storeRef?: RevisionStore;
   private registryRef?: Registry;
   private server?: ApiServer;
@@ -73,6 +86,7 @@ export class ControlPlane {
   constructor(private readonly options: ControlPlaneOptions) {
     this.dataDir = options.dataDir;
     this.kubeconfigPath = join(options.dataDir, 'kubeconfig');
+    this.bootstrapKubeconfigPath = join(options.dataDir, 'bootstrap-kubeconfig');
     this.allocator = new ServiceAllocator(
       parseCidr(options.serviceClusterIPRange ?? '10.96.0.0/12'),
       parsePortRange(options.serviceNodePortRange ?? '30000-32767'),
@@ -166,6 +180,7 @@ export class ControlPlane {
     });
 
     this.bootstrap(address.port);
+    await this.ensureBootstrapToken();
     this.controllers.push(
       new NamespaceController(registry, o.clock, logger.child('namespace-controller'), this.pki.ca.cert),
     );
@@ -183,6 +198,7 @@ export class ControlPlane {
         new EndpointSliceController(registry, o.clock, logger.child('endpointslice-controller')),
       );
     }
+    this.controllers.push(new CsrController(registry, o.clock, logger.child('csr-controller'), this.pki.ca));
     for (const c of this.controllers) c.start();
     this.startHousekeeping();
     logger.info('control plane serving', {
@@ -299,6 +315,46 @@ export class ControlPlane {
     } catch (err) {
       if (!(err instanceof ApiError && err.code === 409)) throw err;
     }
+  }
+
+  /**
+   * One bootstrap token (a `bootstrap-token-<id>` Secret in kube-system, as `kubeadm token create` makes)
+   * and `<dataDir>/bootstrap-kubeconfig` holding it: a kubelet given that file as
+   * `--bootstrap-kubeconfig` asks for its client certificate, which the CSR controller approves and
+   * signs. The token is kept across restarts while its Secret exists; it does not expire (delete the
+   * Secret to revoke it, and a new one is made at the next start).
+   */
+  private async ensureBootstrapToken(): Promise<void> {
+    const store = this.registry.store;
+    let token = await readBootstrapToken(this.bootstrapKubeconfigPath);
+    const id = token?.split('.')[0];
+    if (!token || !id || !store.get('secrets', 'kube-system', `bootstrap-token-${id}`)) {
+      const alphabet = 'abcdefghijklmnopqrstuvwxyz0123456789';
+      const random = (n: number) => [...randomBytes(n)].map((b) => alphabet[b % alphabet.length]).join('');
+      token = `${random(6)}.${random(16)}`;
+      const [newId, secret] = token.split('.') as [string, string];
+      const b64 = (v: string) => Buffer.from(v).toString('base64');
+      this.registry.create(this.registry.byStorage('secrets'), 'kube-system', {
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: `bootstrap-token-${newId}` },
+        type: bootstrapTokenSecretType,
+        data: {
+          description: b64('made by nodelet up for kubelets joining by TLS bootstrapping'),
+          'token-id': b64(newId),
+          'token-secret': b64(secret),
+          'usage-bootstrap-authentication': b64('true'),
+          'usage-bootstrap-signing': b64('true'),
+          'auth-extra-groups': b64('system:bootstrappers:nodelet:default-node-token'),
+        },
+      });
+    }
+    await writeTokenKubeconfig(this.bootstrapKubeconfigPath, {
+      server: this.serverUrl,
+      ca: this.caCert,
+      token,
+      user: 'kubelet-bootstrap',
+    });
   }
 
   private startHousekeeping(): void {

@@ -259,3 +259,108 @@ export function kubeconfigYaml(o: KubeconfigOptions): string {
 export async function writeKubeconfig(path: string, options: KubeconfigOptions): Promise<void> {
   await writeSecret(path, kubeconfigYaml(options));
 }
+
+/** A kubeconfig that authenticates with a bearer token (the bootstrap kubeconfig of joining kubelets). */
+export async function writeTokenKubeconfig(
+  path: string,
+  o: { server: string; ca: string; token: string; user: string },
+): Promise<void> {
+  await writeSecret(
+    path,
+    toYaml({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'nodelet', cluster: { server: o.server, 'certificate-authority-data': b64(o.ca) } }],
+      users: [{ name: o.user, user: { token: o.token } }],
+      contexts: [{ name: 'nodelet', context: { cluster: 'nodelet', user: o.user } }],
+      'current-context': 'nodelet',
+      preferences: {},
+    }),
+  );
+}
+
+/** The token of a bootstrap kubeconfig written before, or undefined. */
+export async function readBootstrapToken(path: string): Promise<string | undefined> {
+  try {
+    return /^\s*token:\s*([a-z0-9]{6}\.[a-z0-9]{16})\s*$/m.exec(await readFile(path, 'utf8'))?.[1];
+  } catch {
+    return undefined;
+  }
+}
+
+/** What a PKCS#10 certificate request asks for. */
+export interface CsrInfo {
+  /** The subject's CN and O values. */
+  commonName: string;
+  organizations: string[];
+  dnsNames: string[];
+  ipAddresses: string[];
+  emailAddresses: string[];
+  uris: string[];
+}
+
+/** Decodes a PEM `CERTIFICATE REQUEST` (the bytes of a CSR's `spec.request`); throws if it is not one. */
+export function parseCsr(pem: string): CsrInfo {
+  if (!/-----BEGIN CERTIFICATE REQUEST-----/.test(pem)) {
+    throw new Error('must be a PEM block of type "CERTIFICATE REQUEST"');
+  }
+  const csr = new x509.Pkcs10CertificateRequest(pem);
+  const subject = csr.subjectName;
+  const san = csr.extensions.find((e) => e instanceof x509.SubjectAlternativeNameExtension) as
+    x509.SubjectAlternativeNameExtension | undefined;
+  const names = san?.names.toJSON() ?? [];
+  const of = (type: string) => names.filter((n) => n.type === type).map((n) => n.value);
+  return {
+    commonName: subject.getField('CN')[0] ?? '',
+    organizations: subject.getField('O'),
+    dnsNames: of('dns'),
+    ipAddresses: of('ip'),
+    emailAddresses: of('email'),
+    uris: of('url'),
+  };
+}
+
+/** Whether the request is signed by the key it carries (proof of possession). */
+export async function csrSignatureValid(pem: string): Promise<boolean> {
+  try {
+    return await new x509.Pkcs10CertificateRequest(pem).verify();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Signs a CSR with the cluster CA as upstream's kube-apiserver-client signers do: the request's subject
+ * and public key, client-auth usage, valid from now (minus a skew allowance) for `durationMs`, never
+ * beyond the CA's own expiry.
+ */
+export async function signCsr(
+  ca: KeyPair,
+  pem: string,
+  durationMs: number,
+  now = Date.now(),
+): Promise<string> {
+  const csr = new x509.Pkcs10CertificateRequest(pem);
+  const caCert = new x509.X509Certificate(ca.cert);
+  const notAfter = Math.min(now + durationMs, caCert.notAfter.getTime());
+  const cert = await x509.X509CertificateGenerator.create({
+    serialNumber: serial(),
+    subject: csr.subjectName,
+    issuer: caCert.subjectName,
+    notBefore: new Date(now - 5 * 60_000),
+    notAfter: new Date(notAfter),
+    publicKey: csr.publicKey,
+    signingKey: await importKey(ca.key),
+    signingAlgorithm: algorithm,
+    extensions: [
+      new x509.BasicConstraintsExtension(false, undefined, true),
+      new x509.KeyUsagesExtension(
+        x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment,
+        true,
+      ),
+      new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.clientAuth], false),
+      await x509.AuthorityKeyIdentifierExtension.create(caCert, false),
+    ],
+  });
+  return cert.toString('pem');
+}

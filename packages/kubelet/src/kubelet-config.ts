@@ -21,6 +21,13 @@ export interface KubeletConfigValues {
   containerRuntimeEndpoint?: string;
   imageServiceEndpoint?: string;
   runtimeRequestTimeoutMs?: number;
+  nodeStatusUpdateFrequencyMs?: number;
+  nodeStatusReportFrequencyMs?: number;
+  nodeLeaseDurationSeconds?: number;
+  kubeAPIQPS?: number;
+  kubeAPIBurst?: number;
+  eventRecordQPS?: number;
+  eventBurst?: number;
 }
 
 type Reader = (value: unknown, field: string, out: KubeletConfigValues, baseDir: string) => void;
@@ -34,6 +41,15 @@ const int = (field: string, value: unknown, min: number, max: number): number =>
     throw new Error(`field "${field}" must be an integer from ${min} to ${max}`);
   }
   return value;
+};
+
+const num = (field: string, value: unknown): number => {
+  if (typeof value !== 'number' || !(value > 0)) throw new Error(`field "${field}" must be a number above 0`);
+  return value;
+};
+const positive = (field: string, ms: number): number => {
+  if (!(ms > 0)) throw new Error(`field "${field}" must be a duration above 0 such as "10s"`);
+  return ms;
 };
 
 const implemented: Record<string, Reader> = {
@@ -55,6 +71,15 @@ const implemented: Record<string, Reader> = {
   containerRuntimeEndpoint: (v, f, o) => (o.containerRuntimeEndpoint = str(f, v)),
   imageServiceEndpoint: (v, f, o) => (o.imageServiceEndpoint = str(f, v)),
   runtimeRequestTimeout: (v, f, o) => (o.runtimeRequestTimeoutMs = parseDuration(str(f, v), f)),
+  nodeStatusUpdateFrequency: (v, f, o) =>
+    (o.nodeStatusUpdateFrequencyMs = positive(f, parseDuration(str(f, v), f))),
+  nodeStatusReportFrequency: (v, f, o) =>
+    (o.nodeStatusReportFrequencyMs = positive(f, parseDuration(str(f, v), f))),
+  nodeLeaseDurationSeconds: (v, f, o) => (o.nodeLeaseDurationSeconds = int(f, v, 1, 3600)),
+  kubeAPIQPS: (v, f, o) => (o.kubeAPIQPS = num(f, v)),
+  kubeAPIBurst: (v, f, o) => (o.kubeAPIBurst = int(f, v, 1, 1_000_000)),
+  eventRecordQPS: (v, f, o) => (o.eventRecordQPS = num(f, v)),
+  eventBurst: (v, f, o) => (o.eventBurst = int(f, v, 1, 1_000_000)),
 };
 
 /** Upstream v1beta1 fields nodelet does not implement yet: accepted, reported once by name. */
@@ -71,8 +96,6 @@ const notYetImplemented = new Set([
   'authorization',
   'registryPullQPS',
   'registryBurst',
-  'eventRecordQPS',
-  'eventBurst',
   'enableDebuggingHandlers',
   'enableContentionProfiling',
   'healthzPort',
@@ -81,9 +104,6 @@ const notYetImplemented = new Set([
   'clusterDomain',
   'clusterDNS',
   'streamingConnectionIdleTimeout',
-  'nodeStatusUpdateFrequency',
-  'nodeStatusReportFrequency',
-  'nodeLeaseDurationSeconds',
   'imageMinimumGCAge',
   'imageMaximumGCAge',
   'imageGCHighThresholdPercent',
@@ -112,8 +132,6 @@ const notYetImplemented = new Set([
   'nodeStatusMaxImages',
   'maxOpenFiles',
   'contentType',
-  'kubeAPIQPS',
-  'kubeAPIBurst',
   'serializeImagePulls',
   'maxParallelImagePulls',
   'evictionHard',

@@ -2,7 +2,8 @@ import { badRequest, unsupportedMediaType } from './status.js';
 
 /**
  * Request bodies in the Kubernetes protobuf encoding (`application/vnd.kubernetes.protobuf`), for the kinds
- * kubectl's typed clients send that way: `kubectl create namespace|configmap|secret|service|serviceaccount`.
+ * kubectl's typed clients send that way: `kubectl create namespace|configmap|secret|service|serviceaccount`
+ * and `kubectl certificate approve|deny`.
  * The envelope is the 4-byte magic `k8s\0` and a runtime.Unknown (typeMeta, raw, contentEncoding,
  * contentType); `raw` is the object's message. The field numbers are those of the upstream Go types'
  * `protobuf` struct tags. A body of another kind is refused (415) with a message that says to send JSON.
@@ -120,6 +121,33 @@ const messages: Record<string, Fields> = {
     6: ['appProtocol', 'string'],
   },
   ServiceStatus: {},
+  // `kubectl certificate approve|deny` sends the whole object to the approval subresource.
+  CertificateSigningRequest: {
+    1: ['metadata', { message: 'ObjectMeta' }],
+    2: ['spec', { message: 'CertificateSigningRequestSpec' }],
+    3: ['status', { message: 'CertificateSigningRequestStatus' }],
+  },
+  CertificateSigningRequestSpec: {
+    1: ['request', 'bytes'],
+    2: ['username', 'string'],
+    3: ['uid', 'string'],
+    4: ['groups', { repeated: 'string' }],
+    5: ['usages', { repeated: 'string' }],
+    7: ['signerName', 'string'],
+    8: ['expirationSeconds', 'int'],
+  },
+  CertificateSigningRequestStatus: {
+    1: ['conditions', { repeated: { message: 'CertificateSigningRequestCondition' } }],
+    2: ['certificate', 'bytes'],
+  },
+  CertificateSigningRequestCondition: {
+    1: ['type', 'string'],
+    2: ['reason', 'string'],
+    3: ['message', 'string'],
+    4: ['lastUpdateTime', 'time'],
+    5: ['lastTransitionTime', 'time'],
+    6: ['status', 'string'],
+  },
 };
 
 const magic = Buffer.from([0x6b, 0x38, 0x73, 0x00]);

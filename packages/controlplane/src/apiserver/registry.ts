@@ -5,7 +5,13 @@ import { isObject, rfc3339, type KubeObject } from '../object.js';
 import { RevisionStore, StoreError, type StoreEvent, type StoredObject } from '../storage/revision-store.js';
 import { decodeObject, type FieldValidation, type KindIndex } from './decode.js';
 import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, type PatchType } from './patch.js';
-import { apiVersionOf, groupResource, type ResourceType, type StrategyContext } from './resource-type.js';
+import {
+  apiVersionOf,
+  groupResource,
+  type RequestUser,
+  type ResourceType,
+  type StrategyContext,
+} from './resource-type.js';
 import {
   matchFields,
   matchLabels,
@@ -54,6 +60,8 @@ export interface WatchOptions extends ListOptions {
 export interface WriteOptions {
   dryRun?: boolean;
   fieldValidation?: FieldValidation;
+  /** Who asks (strategies that record the requestor use it: CertificateSigningRequests). */
+  user?: RequestUser;
 }
 
 export interface DeleteOptions {
@@ -304,7 +312,7 @@ export class Registry implements KindIndex {
     delete meta.deletionGracePeriodSeconds;
     delete meta.selfLink;
     delete meta.managedFields;
-    t.strategy.prepareForCreate?.(obj, this.context);
+    t.strategy.prepareForCreate?.(obj, this.context, options.user);
     this.mustBeValid(t, obj, t.strategy.validate?.(obj, this.context) ?? []);
     if (options.dryRun) return { object: this.out(t, obj), warnings };
     try {
@@ -445,7 +453,12 @@ export class Registry implements KindIndex {
       next.metadata.resourceVersion = old.metadata.resourceVersion;
       errors = t.strategy.validateStatusUpdate?.(next, old, this.context) ?? [];
     } else if (options.subresource) {
-      throw notFound(groupResource(t), `${name}/${options.subresource}`);
+      const sub = options.subresource;
+      const prepared = t.strategy.prepareForSubresourceUpdate?.(sub, obj, structuredClone(old), this.context);
+      if (!prepared) throw notFound(groupResource(t), `${name}/${sub}`);
+      next = prepared;
+      next.metadata.resourceVersion = old.metadata.resourceVersion;
+      errors = t.strategy.validateSubresourceUpdate?.(sub, next, old, this.context) ?? [];
     } else {
       if (t.statusSubresource) obj.status = old.status;
       t.strategy.prepareForUpdate?.(obj, structuredClone(old), this.context);

@@ -7,6 +7,13 @@ import type { KubeObject } from '../object.js';
  * Table, which fields a field selector may name, and its strategy (defaults, validation, what an update
  * may change) — the parts of upstream's registry/<resource>/strategy.go that a node cluster needs.
  */
+/** The authenticated user of a request (from a client certificate or a bootstrap token). */
+export interface RequestUser {
+  name: string;
+  uid?: string;
+  groups: string[];
+}
+
 export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete' | 'deletecollection';
 
 export const allVerbs: readonly Verb[] = [
@@ -47,8 +54,11 @@ export interface StrategyContext {
 }
 
 export interface Strategy {
-  /** Fills defaults and server-owned fields of a new object (status reset, allocations chosen). */
-  prepareForCreate?(obj: KubeObject, ctx: StrategyContext): void;
+  /**
+   * Fills defaults and server-owned fields of a new object (status reset, allocations chosen, the
+   * requesting user of a CertificateSigningRequest).
+   */
+  prepareForCreate?(obj: KubeObject, ctx: StrategyContext, user?: RequestUser): void;
   /** Field errors of a new object (422 Invalid). */
   validate?(obj: KubeObject, ctx: StrategyContext): FieldError[];
   /** Carries server-owned fields of `old` into an update of the main resource (status, allocations). */
@@ -58,6 +68,22 @@ export interface Strategy {
   /** Builds the object a status update stores from the old object and the body (default: old + body.status). */
   prepareForStatusUpdate?(obj: KubeObject, old: KubeObject, ctx: StrategyContext): KubeObject;
   validateStatusUpdate?(obj: KubeObject, old: KubeObject, ctx: StrategyContext): FieldError[];
+  /**
+   * The object an update of another writable subresource (a CSR's `approval`) stores, or undefined when
+   * the resource has no such writable subresource.
+   */
+  prepareForSubresourceUpdate?(
+    subresource: string,
+    obj: KubeObject,
+    old: KubeObject,
+    ctx: StrategyContext,
+  ): KubeObject | undefined;
+  validateSubresourceUpdate?(
+    subresource: string,
+    obj: KubeObject,
+    old: KubeObject,
+    ctx: StrategyContext,
+  ): FieldError[];
   /**
    * Seconds of graceful deletion for `obj` given the requested grace (undefined: the object's default); 0
    * deletes at once. Only resources with graceful deletion (pods) define it.

@@ -1,7 +1,6 @@
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import type { TLSSocket } from 'node:tls';
 import type { Readable } from 'node:stream';
 import { stringify as toYaml } from 'yaml';
 import type { Clock, Logger } from '@nodelet/kernel';
@@ -27,7 +26,8 @@ import {
 import type { OpenApiDocuments } from './openapi.js';
 import { patchTypeOf } from './patch.js';
 import type { DeleteOptions, Registry, WatchEventType } from './registry.js';
-import { apiVersionOf, type ResourceType } from './resource-type.js';
+import { authenticate, authorize } from './authentication.js';
+import { apiVersionOf, type RequestUser, type ResourceType } from './resource-type.js';
 import {
   ApiError,
   badRequest,
@@ -40,7 +40,7 @@ import {
 } from './status.js';
 
 /**
- * The HTTPS front of the control plane: authentication by client certificate, the discovery and OpenAPI
+ * The HTTPS front of the control plane: authentication by client certificate or bootstrap token, the discovery and OpenAPI
  * endpoints, and the resource URLs (`/api/v1/namespaces/{ns}/pods/{name}/status`, …) mapped onto the
  * Registry, with content negotiation (JSON, YAML, Table, PartialObjectMetadata), watch streaming and
  * Status errors.
@@ -159,16 +159,10 @@ export class ApiServer {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     try {
-      const socket = req.socket as TLSSocket;
-      if (!socket.authorized) {
-        throw new ApiError(
-          401,
-          'Unauthorized',
-          'Unauthorized: a client certificate signed by the cluster CA is required',
-        );
-      }
+      const user = authenticate(req, this.options.registry.store, this.options.clock.now());
       const url = new URL(req.url ?? '/', 'https://localhost');
-      await this.route(req, res, url);
+      authorize(user, req.method ?? 'GET', url.pathname.replace(/\/+$/, '') || '/');
+      await this.route(req, res, url, user);
     } catch (err) {
       this.fail(res, err);
     }
@@ -208,7 +202,7 @@ export class ApiServer {
     res.writeHead(code, headers).end(typeof body === 'string' ? body : JSON.stringify(body));
   }
 
-  private async route(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
+  private async route(req: IncomingMessage, res: ServerResponse, url: URL, user: RequestUser): Promise<void> {
     const path = url.pathname.replace(/\/+$/, '') || '/';
     const method = req.method ?? 'GET';
     const { registry } = this.options;
@@ -293,7 +287,7 @@ export class ApiServer {
       return this.send(res, 200, doc);
     }
     const target = this.resolve(group, version, rest);
-    await this.serveResource(req, res, url, target);
+    await this.serveResource(req, res, url, target, user);
   }
 
   private openApiV2(req: IncomingMessage, res: ServerResponse): void {
@@ -375,6 +369,7 @@ export class ApiServer {
     res: ServerResponse,
     url: URL,
     r: ResourceRequest,
+    user: RequestUser,
   ): Promise<void> {
     const { registry } = this.options;
     const q = url.searchParams;
@@ -406,6 +401,7 @@ export class ApiServer {
           const body = parseBody(await this.readBody(req), req.headers['content-type']);
           const { object, warnings } = registry.create(t, namespace, body, {
             dryRun,
+            user,
             fieldValidation: parseFieldValidation(q.get('fieldValidation')),
           });
           return this.sendObject(res, 201, t, object, negotiate(req.headers.accept), q, warnings);

@@ -1,5 +1,6 @@
 import type { ResourceType } from '../apiserver/resource-type.js';
 import type { ServiceAllocator } from './allocators.js';
+import { certificateSigningRequests } from './certificates.js';
 import { pods } from './pods.js';
 import { makeServices } from './services.js';
 import {
@@ -28,9 +29,11 @@ export function servedResources(allocator: ServiceAllocator): ResourceType[] {
     endpointSlices,
     leases,
     eventsV1,
+    certificateSigningRequests,
   ];
 }
 
 export { pods, podQosClass } from './pods.js';
 export * from './allocators.js';
 export { eventToEventsV1, eventsV1ToEvent, immortalNamespaces } from './simple.js';
+export * from './certificates.js';

@@ -21,7 +21,7 @@ import { nameRules, validateObjectMeta, validateObjectMetaUpdate } from './meta-
  * The kinds whose strategy is mostly metadata: namespaces, nodes, configmaps, secrets, serviceaccounts,
  * leases and endpointslices. Columns follow kubectl's printers for each.
  */
-function base(
+export function base(
   t: Pick<ResourceType, 'group' | 'version' | 'kind' | 'plural' | 'singular' | 'namespaced' | 'model'> &
     Partial<ResourceType>,
 ): ResourceType {

@@ -5,7 +5,7 @@ import { dirname, join, resolve } from 'node:path';
 import type * as k8s from '@kubernetes/client-node';
 import { type Clock, errorMessage, type Logger } from '@nodelet/kernel';
 import { stringify as toYaml } from 'yaml';
-import { type CertificateSigningRequest, isTransient, type KubeApi } from './kube-api.js';
+import { ApiError, type CertificateSigningRequest, isTransient, type KubeApi } from './kube-api.js';
 
 /** The signer of kubelet client certificates (upstream's `kubernetes.io/kube-apiserver-client-kubelet`). */
 export const KubeletClientSigner = 'kubernetes.io/kube-apiserver-client-kubelet';
@@ -62,7 +62,16 @@ export async function bootstrapClientCredentials(o: BootstrapOptions): Promise<s
       usages: ['digital signature', 'client auth'],
     },
   };
-  await api.createCertificateSigningRequest(csr);
+  try {
+    await api.createCertificateSigningRequest(csr);
+  } catch (err) {
+    if (err instanceof ApiError && (err.code === 401 || err.code === 403)) {
+      throw new Error(
+        `the API server at ${api.server} refused the credentials of the bootstrap kubeconfig ${o.bootstrapKubeconfig} (${err.code} ${err.reason}): its bootstrap token is unknown, expired or revoked, or may not create CertificateSigningRequests; make a new bootstrap kubeconfig`,
+      );
+    }
+    throw err;
+  }
   const certPem = await waitForCertificate(api, name, o);
   const pemPath = join(o.certDir, 'kubelet-client-current.pem');
   await writeSecret(pemPath, `${certPem.trim()}\n${keyPem.trim()}\n`);

@@ -9,7 +9,7 @@ import { admitPod, type AdmitResult } from './admission.js';
 import { ApiPodSource } from './api-source.js';
 import type { ClientNodeApi } from './client-node-api.js';
 import { EventRecorder } from './event-recorder.js';
-import type { KubeApi, Taint } from './kube-api.js';
+import { ApiError, type KubeApi, type Taint } from './kube-api.js';
 import { MirrorPodManager } from './mirror-pods.js';
 import { NodeStatusController } from './node-controller.js';
 import { NodeLeaseController } from './node-lease.js';
@@ -297,6 +297,7 @@ export class NodeAgent {
       });
     }
     const api = new ClientNodeApi(loadKubeConfig(path!), clientOptions);
+    await checkCredentials(api, this.host.nodeName, path!);
     this.ownedApi = api;
     return api;
   }
@@ -371,5 +372,23 @@ export class NodeAgent {
     host.podConfig.addSource(source);
     source.start();
     logger.info('Connecting to the API server', { server: api.server, node: host.nodeName });
+  }
+}
+
+/**
+ * One read of the Node before any controller starts: credentials the server refuses (a client
+ * certificate of another CA, an expired or revoked one) become one clear error naming the kubeconfig,
+ * retried with backoff by the caller, instead of a 401 from every controller.
+ */
+async function checkCredentials(api: KubeApi, nodeName: string, kubeconfig: string): Promise<void> {
+  try {
+    await api.getNode(nodeName);
+  } catch (err) {
+    if (!(err instanceof ApiError) || (err.code !== 401 && err.code !== 403)) return;
+    throw new Error(
+      err.code === 401
+        ? `the API server at ${api.server} refused the credentials of kubeconfig ${kubeconfig} (401 Unauthorized): its client certificate is not signed by the cluster's CA, or it expired; renew it, or start with --bootstrap-kubeconfig to request one`
+        : `the API server at ${api.server} does not let the user of kubeconfig ${kubeconfig} read Node ${nodeName} (403 Forbidden): a kubelet needs the credentials of system:node:${nodeName}`,
+    );
   }
 }

@@ -1,0 +1,207 @@
+// CertificateSigningRequests, bootstrap tokens and the CSR approving/signing controller, over HTTPS
+// with raw requests and the real kubectl.
+import test from 'ava';
+import { webcrypto, X509Certificate } from 'node:crypto';
+import { request as httpsRequest } from 'node:https';
+import 'reflect-metadata';
+import * as x509 from '@peculiar/x509';
+import { startCluster, waitFor, type ApiResponse, type TestCluster } from './test-helpers.js';
+
+x509.cryptoProvider.set(webcrypto as any);
+const algorithm = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' };
+
+let c: TestCluster;
+test.before(async () => {
+  c = await startCluster();
+});
+test.after.always(() => c?.destroy());
+
+async function csrPem(subject: string, dnsNames: string[] = []): Promise<string> {
+  const keys = (await webcrypto.subtle.generateKey(algorithm, true, ['sign', 'verify'])) as any;
+  const csr = await x509.Pkcs10CertificateRequestGenerator.create({
+    name: subject,
+    keys,
+    signingAlgorithm: algorithm,
+    extensions: dnsNames.length
+      ? [new x509.SubjectAlternativeNameExtension(dnsNames.map((value) => ({ type: 'dns', value })))]
+      : [],
+  });
+  return csr.toString('pem');
+}
+
+function csrObject(name: string, pem: string, signerName = 'kubernetes.io/kube-apiserver-client-kubelet') {
+  return {
+    apiVersion: 'certificates.k8s.io/v1',
+    kind: 'CertificateSigningRequest',
+    metadata: { name },
+    spec: {
+      request: Buffer.from(pem).toString('base64'),
+      signerName,
+      usages: ['digital signature', 'client auth'],
+      // A client may not claim to be someone else: the server replaces these.
+      username: 'system:admin',
+      groups: ['system:masters'],
+    },
+  };
+}
+
+/** A request authenticated by a bearer token only (no client certificate). */
+function withToken(token: string, method: string, path: string, body?: unknown): Promise<ApiResponse> {
+  return new Promise((resolve, reject) => {
+    const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
+    const req = httpsRequest(
+      new URL(path, c.cp.url),
+      {
+        method,
+        ca: c.cp.caCert,
+        headers: {
+          authorization: `Bearer ${token}`,
+          accept: 'application/json',
+          ...(payload ? { 'content-type': 'application/json' } : {}),
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (b: Buffer) => chunks.push(b));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString();
+          let json: any;
+          try {
+            json = JSON.parse(text);
+          } catch {
+            json = undefined;
+          }
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+/** Polls until `check` gives a value (the helper takes the description second). */
+const until = <T>(what: string, check: () => Promise<T | undefined>): Promise<T> => waitFor(check, what);
+
+const b64 = (s: string) => Buffer.from(s).toString('base64');
+
+async function makeToken(id: string, secret: string, extra: Record<string, string> = {}): Promise<string> {
+  const r = await c.api('POST', '/api/v1/namespaces/kube-system/secrets', {
+    apiVersion: 'v1',
+    kind: 'Secret',
+    metadata: { name: `bootstrap-token-${id}` },
+    type: 'bootstrap.kubernetes.io/token',
+    data: {
+      'token-id': b64(id),
+      'token-secret': b64(secret),
+      'usage-bootstrap-authentication': b64('true'),
+      ...Object.fromEntries(Object.entries(extra).map(([k, v]) => [k, b64(v)])),
+    },
+  });
+  if (r.status !== 201) throw new Error(r.text);
+  return `${id}.${secret}`;
+}
+
+const path = '/apis/certificates.k8s.io/v1/certificatesigningrequests';
+
+test.serial(
+  'a bootstrap token may create and read CSRs, nothing else; the server records who asked',
+  async (t) => {
+    const token = await makeToken('tok001', '0123456789abcdef');
+    const created = await withToken(
+      token,
+      'POST',
+      path,
+      csrObject('by-token', await csrPem('CN=system:node:n1, O=system:nodes')),
+    );
+    t.is(created.status, 201, created.text);
+    t.is(created.json.spec.username, 'system:bootstrap:tok001');
+    t.deepEqual(created.json.spec.groups, ['system:bootstrappers', 'system:authenticated']);
+
+    t.is((await withToken(token, 'GET', `${path}/by-token`)).status, 200);
+    t.is((await withToken(token, 'GET', '/api')).status, 200, 'discovery is open to it');
+    const pods = await withToken(token, 'GET', '/api/v1/pods');
+    t.is(pods.status, 403);
+    t.regex(pods.json.message, /User "system:bootstrap:tok001" cannot get path "\/api\/v1\/pods"/);
+    t.is((await withToken(token, 'DELETE', `${path}/by-token`)).status, 403);
+
+    // Approved (nodeclient rule) and signed by the cluster CA, for a year at most.
+    const issued = await until('the certificate', async () => {
+      const r = await c.api('GET', `${path}/by-token`);
+      return r.json.status?.certificate ? r.json : undefined;
+    });
+    const approved = issued.status.conditions.find((x: { type: string }) => x.type === 'Approved');
+    t.is(approved.reason, 'AutoApproved');
+    const cert = new X509Certificate(Buffer.from(issued.status.certificate, 'base64'));
+    t.regex(cert.subject, /CN=system:node:n1/);
+    t.true(cert.verify(new X509Certificate(c.cp.caCert).publicKey));
+    t.true(Date.parse(cert.validTo) <= Date.now() + 366 * 24 * 3600 * 1000);
+  },
+);
+
+test.serial('unknown, wrong, expired and not-for-authentication tokens are 401', async (t) => {
+  await makeToken('tok002', 'aaaaaaaaaaaaaaaa', { expiration: new Date(Date.now() - 60_000).toISOString() });
+  const noAuth = await makeToken('tok003', 'bbbbbbbbbbbbbbbb', { 'usage-bootstrap-authentication': 'false' });
+  for (const token of [
+    'zzzzzz.0123456789abcdef',
+    'tok001.ffffffffffffffff',
+    'tok002.aaaaaaaaaaaaaaaa',
+    noAuth,
+    'not-a-token',
+  ]) {
+    const r = await withToken(token, 'GET', path);
+    t.is(r.status, 401, token);
+    t.is(r.json.reason, 'Unauthorized');
+  }
+});
+
+test.serial(
+  'not auto-approved: a CSR the admin makes, and one breaking the kubelet signer rules',
+  async (t) => {
+    // The admin is neither a bootstrapper nor the node: the request waits for a decision.
+    t.is(
+      (await c.api('POST', path, csrObject('manual', await csrPem('CN=system:node:n2, O=system:nodes'))))
+        .status,
+      201,
+    );
+    const token = await makeToken('tok004', 'cccccccccccccccc');
+    const withSan = csrObject(
+      'with-san',
+      await csrPem('CN=system:node:n3, O=system:nodes', ['evil.example']),
+    );
+    t.is((await withToken(token, 'POST', path, withSan)).status, 201);
+    const wrongOrg = csrObject('wrong-org', await csrPem('CN=system:node:n4, O=system:masters'));
+    t.is((await withToken(token, 'POST', path, wrongOrg)).status, 201);
+
+    const list = await c.kubectl(['get', 'csr', 'manual', 'with-san', 'wrong-org', '--no-headers']);
+    t.is(list.code, 0, list.stderr);
+    for (const line of list.stdout.trim().split('\n')) t.regex(line, /Pending$/, line);
+
+    // kubectl certificate approve: the approval subresource; then the signer issues it.
+    const approve = await c.kubectl(['certificate', 'approve', 'manual']);
+    t.is(approve.code, 0, approve.stderr);
+    await until('manual to be issued', async () => {
+      const r = await c.kubectl(['get', 'csr', 'manual', '--no-headers']);
+      return /Approved,Issued$/.test(r.stdout.trim()) ? true : undefined;
+    });
+    // Approved by hand but breaking the signer's rules: Failed, never signed.
+    t.is((await c.kubectl(['certificate', 'approve', 'with-san'])).code, 0);
+    const failed = await until('with-san to fail', async () => {
+      const r = await c.api('GET', `${path}/with-san`);
+      return r.json.status?.conditions?.find((x: { type: string }) => x.type === 'Failed');
+    });
+    t.regex(failed.message, /subject alternative names/);
+    t.falsy((await c.api('GET', `${path}/with-san`)).json.status.certificate);
+    // A decision stays: denying an approved request is refused.
+    const deny = await c.kubectl(['certificate', 'deny', 'manual']);
+    t.not(deny.code, 0);
+  },
+);
+
+test.serial('bad CSRs are 422 naming the field', async (t) => {
+  const bad = csrObject('bad', 'not pem');
+  const r = await c.api('POST', path, { ...bad, spec: { ...bad.spec, signerName: '', usages: ['flying'] } });
+  t.is(r.status, 422);
+  const fields = r.json.details.causes.map((x: { field: string }) => x.field);
+  t.deepEqual(fields.sort(), ['spec.request', 'spec.signerName', 'spec.usages[0]']);
+});
