@@ -169,6 +169,11 @@ export class Kubelet implements PodSyncer {
               const phase = this.statusManager.get(p.metadata!.uid!)?.phase;
               return phase !== 'Succeeded' && phase !== 'Failed';
             }),
+          podStatuses: () =>
+            [...this.desired.values()].flatMap((pod) => {
+              const status = this.statusManager.get(pod.metadata!.uid!);
+              return status ? [{ pod, status }] : [];
+            }),
         },
         options.apiServer,
       );

@@ -73,6 +73,8 @@ export interface NodeAgentHost {
   isActive(uid: string): boolean;
   /** Pods admitted and not finished (for admission). */
   activePods(): Pod[];
+  /** The status the kubelet holds for each of its pods now. */
+  podStatuses?(): { pod: Pod; status: PodStatus }[];
 }
 
 /**
@@ -368,6 +370,10 @@ export class NodeAgent {
     this.nodeStatus.start();
     this.lease.start();
     this.syncer.start();
+    // Statuses reported before the API connection existed (static pods start at once) are written too.
+    for (const { pod, status } of host.podStatuses?.() ?? []) {
+      this.syncer.set(pod.metadata!.uid!, pod.metadata!.namespace ?? 'default', pod.metadata!.name!, status);
+    }
     this.mirrors.start();
     host.podConfig.addSource(source);
     source.start();
