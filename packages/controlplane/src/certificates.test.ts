@@ -2,6 +2,7 @@
 // with raw requests and the real kubectl.
 import test from 'ava';
 import { webcrypto, X509Certificate } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { request as httpsRequest } from 'node:https';
 import 'reflect-metadata';
 import * as x509 from '@peculiar/x509';
@@ -47,6 +48,23 @@ function csrObject(name: string, pem: string, signerName = 'kubernetes.io/kube-a
 
 /** A request authenticated by a bearer token only (no client certificate). */
 function withToken(token: string, method: string, path: string, body?: unknown): Promise<ApiResponse> {
+  return send({ headers: { authorization: `Bearer ${token}` } }, method, path, body);
+}
+
+/** A request authenticated by the client certificate of a node kubeconfig. */
+function withKubeconfig(file: string, method: string, path: string, body?: unknown): Promise<ApiResponse> {
+  const text = readFileSync(file, 'utf8');
+  const data = (field: string) =>
+    Buffer.from(new RegExp(`${field}: (\\S+)`).exec(text)![1]!, 'base64').toString('utf8');
+  return send({ cert: data('client-certificate-data'), key: data('client-key-data') }, method, path, body);
+}
+
+function send(
+  auth: { headers?: Record<string, string>; cert?: string; key?: string },
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<ApiResponse> {
   return new Promise((resolve, reject) => {
     const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
     const req = httpsRequest(
@@ -54,8 +72,10 @@ function withToken(token: string, method: string, path: string, body?: unknown):
       {
         method,
         ca: c.cp.caCert,
+        cert: auth.cert,
+        key: auth.key,
         headers: {
-          authorization: `Bearer ${token}`,
+          ...auth.headers,
           accept: 'application/json',
           ...(payload ? { 'content-type': 'application/json' } : {}),
         },
@@ -197,6 +217,27 @@ test.serial(
     t.not(deny.code, 0);
   },
 );
+
+test.serial("a node may renew its own client certificate, not ask for another node's", async (t) => {
+  const kubeconfig = await c.cp.nodeKubeconfig('n5');
+  const other = csrObject('n5-for-n6', await csrPem('CN=system:node:n6, O=system:nodes'));
+  const created = await withKubeconfig(kubeconfig, 'POST', path, other);
+  t.is(created.status, 201, created.text);
+  t.is(created.json.spec.username, 'system:node:n5');
+  const own = csrObject('n5-renewal', await csrPem('CN=system:node:n5, O=system:nodes'));
+  t.is((await withKubeconfig(kubeconfig, 'POST', path, own)).status, 201);
+
+  // The controller takes requests one at a time, in order: once the renewal (selfnodeclient) is
+  // approved, the earlier request for n6 has been decided too, and it was left for an administrator.
+  const approved = await until('the renewal to be approved', async () => {
+    const r = await c.api('GET', `${path}/n5-renewal`);
+    return r.json.status?.conditions?.find((x: { type: string }) => x.type === 'Approved');
+  });
+  t.is(approved.reason, 'AutoApproved');
+  t.regex(approved.message, /self kubelet client certificate/);
+  const list = await c.kubectl(['get', 'csr', 'n5-for-n6', '--no-headers']);
+  t.regex(list.stdout.trim(), /system:node:n5\s+.*Pending$/);
+});
 
 test.serial('bad CSRs are 422 naming the field', async (t) => {
   const bad = csrObject('bad', 'not pem');

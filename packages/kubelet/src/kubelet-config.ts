@@ -226,5 +226,10 @@ export function readKubeletConfig(path: string, logger: Logger): KubeletConfigVa
       );
     }
   }
+  // As upstream, for backward compatibility: an explicit update frequency is also the report frequency
+  // unless that is set too.
+  if (out.nodeStatusUpdateFrequencyMs !== undefined && out.nodeStatusReportFrequencyMs === undefined) {
+    out.nodeStatusReportFrequencyMs = out.nodeStatusUpdateFrequencyMs;
+  }
   return out;
 }
