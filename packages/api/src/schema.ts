@@ -1,35 +1,36 @@
-import * as k8s from '@kubernetes/client-node';
 import type { FieldError } from './field-error.js';
 import { fieldInvalid } from './field-error.js';
+import { models } from './gen/schema-models.js';
 
 /**
- * Strict decoding against the Kubernetes schema. The schema is not written here: it is read from
- * @kubernetes/client-node's generated model classes, whose static `attributeTypeMap` lists each field's
- * wire name (`baseName`) and type (`string`, `number`, `boolean`, `Date`, `IntOrString`, `any`,
- * `Array<T>`, `{ [key: string]: T; }`, or another model such as `V1Container`). The library is generated
- * from the API server's OpenAPI document (v1.34), so its field list is the API's.
+ * Strict decoding against the Kubernetes schema. The schema is not written here: it is the field list of
+ * @kubernetes/client-node's generated model classes (their static `attributeTypeMap`: each field's wire
+ * name `baseName` and type — `string`, `number`, `boolean`, `Date`, `IntOrString`, `any`, `Array<T>`,
+ * `{ [key: string]: T; }`, or another model such as `V1Container`), copied at build time into
+ * `gen/schema-models.ts` by `scripts/gen-schema.mjs` so that decoding does not load the library. The
+ * library is generated from the API server's OpenAPI document (v1.34), so its field list is the API's.
  */
-interface Attribute {
+export interface Attribute {
   readonly name: string;
   readonly baseName: string;
   readonly type: string;
   readonly format: string;
 }
 
-interface ModelClass {
-  readonly attributeTypeMap: readonly Attribute[];
-}
-
-const library = k8s as unknown as Record<string, Partial<ModelClass> | undefined>;
 const modelCache = new Map<string, ReadonlyMap<string, Attribute> | null>();
 
 /** The fields of a model class by wire name, or undefined when `kind` is not a model of the library. */
 export function schemaFields(kind: string): ReadonlyMap<string, Attribute> | undefined {
   let fields = modelCache.get(kind);
   if (fields === undefined) {
-    const model = Object.hasOwn(library, kind) ? library[kind] : undefined;
-    fields = Array.isArray(model?.attributeTypeMap)
-      ? new Map(model.attributeTypeMap.map((a) => [a.baseName, a]))
+    const model = Object.hasOwn(models, kind) ? models[kind] : undefined;
+    fields = model
+      ? new Map(
+          model.map(([baseName, type, format, name]) => [
+            baseName,
+            { name: name ?? baseName, baseName, type, format },
+          ]),
+        )
       : null;
     modelCache.set(kind, fields);
   }

@@ -1,5 +1,5 @@
 import type { Container, Pod } from '@nodelet/api';
-import { ImageSpec, type ImageService } from '@nodelet/cri';
+import { type Image, ImageSpec, type ImageService } from '@nodelet/cri';
 import { Backoff, type Clock, errorMessage, type Logger } from '@nodelet/kernel';
 
 /**
@@ -45,6 +45,11 @@ export class ImagePuller {
   readonly backoff: Backoff;
   /** The last pull failure per backoff key, shown in ImagePullBackOff's message (as upstream). */
   private readonly lastPullError = new Map<string, string>();
+  /**
+   * ImageStatus calls in flight by image: pods that start together ask once (30 pods of one image made
+   * 30 identical calls). Only calls already in flight are shared; nothing is remembered after.
+   */
+  private readonly statusInFlight = new Map<string, Promise<Image | undefined>>();
 
   constructor(
     private readonly images: ImageService,
@@ -59,14 +64,13 @@ export class ImagePuller {
   async ensureImageExists(
     pod: Pod,
     container: Container,
+    /** The answer of `imagePresent(container)` when the caller asked it ahead. */
+    imagePresent?: Promise<Image | undefined>,
   ): Promise<{ image: string; imageRef: string; pulled: boolean }> {
     const image = applyDefaultImageTag(container.image ?? '');
     const spec = ImageSpec.fromPartial({ image, userSpecifiedImage: container.image ?? '' });
     const policy = pullPolicy(container);
-    const present =
-      policy === 'Always'
-        ? undefined
-        : (await this.images.imageStatus({ image: spec, verbose: false })).image;
+    const present = policy === 'Always' ? undefined : await (imagePresent ?? this.imageStatus(spec));
     if (present) return { image, imageRef: present.id, pulled: false };
     if (policy === 'Never') {
       throw new ImagePullError(
@@ -100,6 +104,34 @@ export class ImagePuller {
       this.lastPullError.set(key, message);
       throw new ImagePullError('ErrImagePull', message);
     }
+  }
+
+  /**
+   * The ImageStatus answer `ensureImageExists` will need for this container, asked now (undefined when
+   * the pull policy needs none, or the name is invalid: ensureImageExists reports that).
+   */
+  imagePresent(container: Container): Promise<Image | undefined> | undefined {
+    if (pullPolicy(container) === 'Always') return undefined;
+    let image: string;
+    try {
+      image = applyDefaultImageTag(container.image ?? '');
+    } catch {
+      return undefined;
+    }
+    return this.imageStatus(ImageSpec.fromPartial({ image, userSpecifiedImage: container.image ?? '' }));
+  }
+
+  private imageStatus(spec: ImageSpec): Promise<Image | undefined> {
+    const key = `${spec.image}\n${spec.userSpecifiedImage}`;
+    let status = this.statusInFlight.get(key);
+    if (!status) {
+      status = this.images
+        .imageStatus({ image: spec, verbose: false })
+        .then((r) => r.image)
+        .finally(() => this.statusInFlight.delete(key));
+      this.statusInFlight.set(key, status);
+    }
+    return status;
   }
 
   /** When the current image-pull backoff of this pod's image ends (to requeue the pod then). */

@@ -12,7 +12,8 @@ import type { ProbeVerdicts } from './pod-actions.js';
 import { generatePodStatus, type WaitingReason } from './pod-status.js';
 import { type ProbeHandler, ProberManager } from './prober/index.js';
 import { type PodSyncer, PodWorkers, type SyncOutcome } from './pod-workers.js';
-import { emptyRuntimePodStatus } from './runtime-pod.js';
+import { RuntimeCache } from './runtime-cache.js';
+import { emptyRuntimePodStatus, type RuntimePodStatus } from './runtime-pod.js';
 import { StatusManager } from './status-manager.js';
 import { VolumeManager } from './volumes.js';
 
@@ -79,8 +80,12 @@ export class Kubelet implements PodSyncer {
   private readonly terminating = new Map<string, Pod>();
   private readonly waiting = new Map<string, Map<string, WaitingReason>>();
   private readonly sources: PodSource[] = [];
-  /** Container states each pod's last sync saw, so PLEG events that only confirm them cost no sync. */
+  /** What is known of the runtime between reads (shared by PLEG and KubeRuntime). */
+  readonly runtimeCache = new RuntimeCache();
+  /** Sandbox and container states each pod's last sync saw, by id. */
   private readonly lastSeen = new Map<string, Map<string, string>>();
+  /** What PLEG reported for each pod since its last sync started. */
+  private readonly plegNews = new Map<string, PlegChange[]>();
   private readonly subscriptions: Subscription[] = [];
   private cancelHousekeeping?: () => void;
   private housekeepingFailures = 0;
@@ -103,6 +108,7 @@ export class Kubelet implements PodSyncer {
       memoryCapacityBytes: options.memoryCapacityBytes ?? totalmem(),
       clock,
       logger: this.logger.child('kuberuntime'),
+      cache: this.runtimeCache,
     });
     this.statusManager = new StatusManager(bus);
     this.workers = new PodWorkers(this, clock, this.logger.child('pod-workers'), {
@@ -122,9 +128,16 @@ export class Kubelet implements PodSyncer {
       clock,
       this.logger.child('pleg'),
       (changes) => {
-        for (const [uid, list] of changes) if (!this.onlyConfirms(uid, list)) this.workers.requestSync(uid);
+        for (const [uid, list] of changes) {
+          if (!this.workers.isKnown(uid)) continue;
+          const news = this.plegNews.get(uid);
+          if (news) news.push(...list);
+          else this.plegNews.set(uid, list);
+          this.workers.requestSync(uid, { optional: true });
+        }
       },
       { relistPeriodMs: options.plegRelistPeriodMs },
+      this.runtimeCache,
     );
     this.podConfig = new PodConfig({ bus, clock, logger: this.logger.child('config') });
     if (options.podManifestPath) {
@@ -273,13 +286,23 @@ export class Kubelet implements PodSyncer {
   }
 
   /**
-   * True when every change PLEG saw for a pod is a state its last sync already observed (the container
-   * that sync started, now seen running): nothing new to act on, so no second sync per started pod.
+   * Whether a sync PLEG asked for has anything to learn: not when every change PLEG reported since the
+   * last sync started is a state that sync already saw, or one it saw the object move past (PLEG's
+   * relist raced the sync: the container it saw created, the sync saw running). Then the sync would
+   * read the runtime only to find nothing to do.
    */
-  private onlyConfirms(uid: string, changes: PlegChange[]): boolean {
+  syncNeeded(pod: Pod): boolean {
+    const uid = pod.metadata!.uid!;
+    const news = this.plegNews.get(uid);
     const seen = this.lastSeen.get(uid);
-    if (!seen || !this.workers.isKnown(uid) || this.workers.phase(uid) !== 'sync') return false;
-    return changes.every((c) => c.state !== 'removed' && seen.get(c.containerId) === c.state);
+    if (!news || !seen) return true;
+    const confirmed = news.every((c) => {
+      const state = seen.get(c.id);
+      if (state === undefined || c.state === 'removed') return false;
+      return state === c.state || (stateOrder[state] ?? 0) >= (stateOrder[c.state] ?? Infinity);
+    });
+    if (confirmed) this.plegNews.delete(uid);
+    return !confirmed;
   }
 
   // --- PodSyncer -----------------------------------------------------------------------------------
@@ -290,7 +313,11 @@ export class Kubelet implements PodSyncer {
       name,
       namespace = 'default',
     } = pod.metadata! as { uid: string; name: string; namespace?: string };
-    const before = await this.kubeRuntime.getPodStatus(uid, name, namespace);
+    this.plegNews.delete(uid); // this sync reads the runtime afresh
+    // A pod the runtime is known to hold nothing for (a new pod) needs no listing.
+    const before = this.runtimeCache.knownEmpty(uid)
+      ? emptyRuntimePodStatus(uid, name, namespace)
+      : await this.kubeRuntime.getPodStatus(uid, name, namespace);
     const result = await this.kubeRuntime.syncPod(
       pod,
       before,
@@ -302,8 +329,8 @@ export class Kubelet implements PodSyncer {
     // Only pods with a waiting reason keep a map: an empty one per running pod cost ~0.3 KiB of heap.
     if (result.waiting.size > 0) this.waiting.set(uid, result.waiting);
     else this.waiting.delete(uid);
-    const after = result.changed ? await this.kubeRuntime.getPodStatus(uid, name, namespace) : before;
-    this.lastSeen.set(uid, new Map(after.containers.map((c) => [c.id, c.state])));
+    const after = await this.kubeRuntime.statusAfterSync(before, result);
+    this.lastSeen.set(uid, statesOf(after));
     this.updateStatus(pod, after);
     return { requeueAfterMs: result.requeueAfterMs };
   }
@@ -338,6 +365,7 @@ export class Kubelet implements PodSyncer {
       this.finished.add(uid);
     }
     this.lastSeen.delete(uid);
+    this.plegNews.delete(uid);
     this.prober.removePod(uid);
     this.terminating.delete(uid);
     this.waiting.delete(uid);
@@ -445,6 +473,17 @@ export class Kubelet implements PodSyncer {
       }
     }
   }
+}
+
+/** Each state after the ones an object passes through before it (container: created → running → exited). */
+const stateOrder: Record<string, number> = { created: 1, running: 2, exited: 3, ready: 1, notready: 2 };
+
+/** Sandbox and container states of a pod's runtime status, by id. */
+function statesOf(status: RuntimePodStatus): Map<string, string> {
+  const states = new Map<string, string>();
+  for (const sb of status.sandboxes) states.set(sb.id, sb.ready ? 'ready' : 'notready');
+  for (const c of status.containers) states.set(c.id, c.state);
+  return states;
 }
 
 export const defaultNodeName = () => hostname().toLowerCase();

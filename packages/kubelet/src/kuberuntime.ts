@@ -2,6 +2,8 @@ import { mkdir, rm } from 'node:fs/promises';
 import type { Container, Pod } from '@nodelet/api';
 import {
   ContainerConfig,
+  ContainerState,
+  type Image,
   containerLogPath,
   CriAnnotations,
   CriLabels,
@@ -26,10 +28,12 @@ import {
 } from './pod-actions.js';
 import type { WaitingReason } from './pod-status.js';
 import { containerResources } from './resources.js';
+import { RuntimeCache } from './runtime-cache.js';
 import {
   containerStateFromCri,
   type RuntimeContainer,
   type RuntimePodStatus,
+  type RuntimeSandbox,
   emptyRuntimePodStatus,
 } from './runtime-pod.js';
 import { VolumeError, type VolumeManager } from './volumes.js';
@@ -55,6 +59,8 @@ export interface KubeRuntimeOptions {
   crashLoopBackoff?: Backoff;
   /** Minimum grace period when stopping a container on the kubelet's own initiative (upstream: 2 s). */
   minimumGracePeriodSeconds?: number;
+  /** What is known of the runtime between reads; the kubelet shares it with PLEG. */
+  cache?: RuntimeCache;
 }
 
 export interface SyncResult {
@@ -65,10 +71,15 @@ export interface SyncResult {
   /** Whether anything was changed in the runtime. */
   changed: boolean;
   actions: PodActions;
+  /** What this sync created: the sandbox (as PodSandboxStatus read it) and the containers it started. */
+  created: { sandbox?: RuntimeSandbox; containerIds: string[] };
+  /** Whether this sync stopped anything (a container or a sandbox). */
+  killed: boolean;
 }
 
 export class KubeRuntime {
   readonly crashLoopBackoff: Backoff;
+  private readonly cache: RuntimeCache;
   private readonly minGrace: number;
   /**
    * Pod IPs of ready sandboxes by sandbox id: a sandbox's network does not change in its life, so each
@@ -85,6 +96,7 @@ export class KubeRuntime {
   ) {
     this.crashLoopBackoff = options.crashLoopBackoff ?? new Backoff(options.clock);
     this.minGrace = options.minimumGracePeriodSeconds ?? 2;
+    this.cache = options.cache ?? new RuntimeCache();
   }
 
   /** Everything the runtime holds for one pod UID. */
@@ -111,34 +123,84 @@ export class KubeRuntime {
         additionalIps,
       });
     }
+    const running = new Set(
+      containers.containers.filter((c) => c.state === ContainerState.CONTAINER_RUNNING).map((c) => c.id),
+    );
+    this.cache.podListed(uid, running);
     const details = await Promise.all(
-      containers.containers.map((c) =>
-        this.runtime.containerStatus({ containerId: c.id, verbose: false }).then(
-          (r) => r.status,
-          () => undefined, // removed between list and status
-        ),
+      containers.containers.map(
+        (c) => (running.has(c.id) && this.cache.runningContainer(c.id)) || this.readContainer(uid, c.id),
       ),
     );
-    for (const s of details) {
-      if (!s) continue;
-      status.containers.push({
-        id: s.id,
-        name: s.labels[CriLabels.ContainerName] ?? s.metadata?.name ?? '',
-        state: containerStateFromCri(s.state),
-        image: s.image?.image ?? '',
-        imageRef: s.imageRef,
-        createdAt: nanosToMs(s.createdAt),
-        startedAt: nanosToMs(s.startedAt),
-        finishedAt: nanosToMs(s.finishedAt),
-        exitCode: s.exitCode,
-        reason: s.reason,
-        message: s.message,
-        restartCount: Number(s.annotations[CriAnnotations.ContainerRestartCount] ?? 0),
-        hash: s.annotations[CriAnnotations.ContainerHash] ?? '',
-      });
-    }
+    for (const c of details) if (c) status.containers.push(c);
     status.containers.sort((a, b) => b.createdAt - a.createdAt);
     return status;
+  }
+
+  /** One container's detailed status (ContainerStatus); undefined when it is gone. */
+  private async readContainer(uid: string, containerId: string): Promise<RuntimeContainer | undefined> {
+    const s = await this.runtime.containerStatus({ containerId, verbose: false }).then(
+      (r) => r.status,
+      () => undefined, // removed between list and status
+    );
+    if (!s) return undefined;
+    const container: RuntimeContainer = {
+      id: s.id,
+      name: s.labels[CriLabels.ContainerName] ?? s.metadata?.name ?? '',
+      state: containerStateFromCri(s.state),
+      image: s.image?.image ?? '',
+      imageRef: s.imageRef,
+      createdAt: nanosToMs(s.createdAt),
+      startedAt: nanosToMs(s.startedAt),
+      finishedAt: nanosToMs(s.finishedAt),
+      exitCode: s.exitCode,
+      reason: s.reason,
+      message: s.message,
+      restartCount: Number(s.annotations[CriAnnotations.ContainerRestartCount] ?? 0),
+      hash: s.annotations[CriAnnotations.ContainerHash] ?? '',
+    };
+    this.cache.containerRead(uid, container);
+    return container;
+  }
+
+  /**
+   * The pod's runtime status after a sync that changed it. A sync that only created a sandbox and started
+   * containers knows what it made: the new sandbox was read when its IP was asked, and each started
+   * container is read with one ContainerStatus — no relisting of the pod. A sync that killed anything
+   * reads the whole pod again.
+   */
+  async statusAfterSync(before: RuntimePodStatus, result: SyncResult): Promise<RuntimePodStatus> {
+    if (!result.changed) return before;
+    const { created } = result;
+    if (result.killed) return this.getPodStatus(before.uid, before.name, before.namespace);
+    const status: RuntimePodStatus = {
+      ...before,
+      sandboxes: created.sandbox ? [created.sandbox, ...before.sandboxes] : [...before.sandboxes],
+      containers: [...before.containers],
+    };
+    const started = await Promise.all(created.containerIds.map((id) => this.readContainer(before.uid, id)));
+    for (const c of started) if (c) status.containers.push(c);
+    status.sandboxes.sort((a, b) => b.createdAt - a.createdAt);
+    status.containers.sort((a, b) => b.createdAt - a.createdAt);
+    return status;
+  }
+
+  /** A new sandbox as PodSandboxStatus reports it; its IPs are kept while it is ready. */
+  private async readSandbox(podSandboxId: string, attempt: number): Promise<RuntimeSandbox> {
+    const { status: s } = await this.runtime.podSandboxStatus({ podSandboxId, verbose: false });
+    const ready = s?.state === PodSandboxState.SANDBOX_READY;
+    const network = {
+      ip: s?.network?.ip ?? '',
+      additionalIps: s?.network?.additionalIps.map((p) => p.ip) ?? [],
+    };
+    if (ready && network.ip) this.sandboxIps.set(podSandboxId, network);
+    return {
+      id: podSandboxId,
+      ready,
+      attempt: s?.metadata?.attempt ?? attempt,
+      createdAt: nanosToMs(s?.createdAt ?? 0n),
+      ...network,
+    };
   }
 
   /** A ready sandbox's IPs: from PodSandboxStatus once, then from memory. */
@@ -165,14 +227,21 @@ export class KubeRuntime {
     previousWaiting?: ReadonlyMap<string, WaitingReason>,
   ): Promise<SyncResult> {
     const actions = computePodActions(pod, status, probes);
-    const result: SyncResult = { waiting: new Map(previousWaiting), changed: false, actions };
+    const result: SyncResult = {
+      waiting: new Map(previousWaiting),
+      changed: false,
+      actions,
+      created: { containerIds: [] },
+      killed: false,
+    };
+    const uid = pod.metadata!.uid!;
     const wants = (ms: number) => {
       result.requeueAfterMs = Math.max(0, Math.min(result.requeueAfterMs ?? Infinity, ms));
     };
 
     if (actions.killPod) {
-      result.changed =
-        (await this.killPodWithStatus(pod, status, undefined, 'the pod sandbox changed')) || result.changed;
+      result.killed = await this.killPodWithStatus(pod, status, undefined, 'the pod sandbox changed');
+      result.changed = result.killed;
       if (!actions.createSandbox) return result;
     }
     for (const kill of actions.containersToKill) {
@@ -183,21 +252,45 @@ export class KubeRuntime {
       });
       await this.killContainer(pod, kill.container, undefined, kill.reason);
       result.changed = true;
+      result.killed = true;
     }
 
     let sandboxId = actions.sandboxId;
     let podIP = status.sandboxes[0]?.ip ?? '';
     const sandboxConfig = this.sandboxConfig(pod, actions.attempt);
+    const toStart: Container[] = actions.nextInitContainerToStart
+      ? [actions.nextInitContainerToStart]
+      : actions.containersToStart;
+    // A pod's first start waits on containerd for every call in turn, so what does not depend on the
+    // sandbox runs beside its creation: volumes, and whether the images are present. The sandbox's IP is
+    // waited for before a container only when that container's environment needs it.
+    const volumesReady = this.options.clock.track(this.volumes.setUp(pod));
+    volumesReady.catch(() => undefined); // handled below, after the sandbox
+    const imagesPresent = new Map<string, Promise<Image | undefined>>();
+    let sandboxRead: Promise<RuntimeSandbox> | undefined;
     if (actions.createSandbox) {
+      for (const c of toStart) {
+        const present = this.images.imagePresent(c);
+        present?.catch(() => undefined); // a failure is met again by ensureImageExists
+        if (present) imagesPresent.set(c.name, present);
+      }
       try {
         await this.options.clock.track(mkdir(sandboxConfig.logDirectory, { recursive: true }));
         sandboxId = (
-          await this.runtime.runPodSandbox({
-            config: sandboxConfig,
-            runtimeHandler: pod.spec?.runtimeClassName ?? '',
-          })
+          await this.cache.creating(uid, () =>
+            this.runtime.runPodSandbox({
+              config: sandboxConfig,
+              runtimeHandler: pod.spec?.runtimeClassName ?? '',
+            }),
+          )
         ).podSandboxId;
-        podIP = (await this.sandboxNetwork(sandboxId)).ip;
+        sandboxRead = this.readSandbox(sandboxId, actions.attempt);
+        if (toStart.some(usesPodIP)) {
+          result.created.sandbox = await sandboxRead;
+          podIP = result.created.sandbox.ip;
+        } else {
+          sandboxRead.catch(() => undefined); // awaited after the containers start
+        }
         result.changed = true;
       } catch (err) {
         const message = `Failed to create pod sandbox: ${errorMessage(err)}`;
@@ -212,19 +305,17 @@ export class KubeRuntime {
 
     let volumePaths: Map<string, string>;
     try {
-      volumePaths = await this.options.clock.track(this.volumes.setUp(pod));
+      volumePaths = await volumesReady;
     } catch (err) {
       const message = errorMessage(err);
       this.options.logger.error('Unable to attach or mount volumes', { pod: podRef(pod), err: message });
       for (const c of pod.spec!.containers)
         result.waiting.set(c.name, { reason: 'ContainerCreating', message });
       wants(10_000);
+      await this.settleSandboxRead(result, sandboxRead);
       return result;
     }
 
-    const toStart: Container[] = actions.nextInitContainerToStart
-      ? [actions.nextInitContainerToStart]
-      : actions.containersToStart;
     await Promise.all(
       toStart.map(async (container) => {
         const outcome = await this.startContainer(
@@ -236,10 +327,12 @@ export class KubeRuntime {
           podIP,
           hostIP,
           volumePaths,
+          imagesPresent.get(container.name),
         );
         if (outcome.started) {
           result.waiting.delete(container.name);
           result.changed = true;
+          result.created.containerIds.push(outcome.containerId!);
         } else {
           result.waiting.set(container.name, outcome.waiting!);
           if (outcome.retryAt !== undefined) wants(outcome.retryAt - this.options.clock.now());
@@ -257,7 +350,19 @@ export class KubeRuntime {
         result.waiting.delete(name);
       }
     }
+    await this.settleSandboxRead(result, sandboxRead);
     return result;
+  }
+
+  /** The new sandbox's status, read beside the containers' start, for the pod status after the sync. */
+  private async settleSandboxRead(result: SyncResult, read: Promise<RuntimeSandbox> | undefined) {
+    if (!read || result.created.sandbox) return;
+    try {
+      result.created.sandbox = await read;
+    } catch (err) {
+      // The next sync reads the pod again: PLEG reports a sandbox this sync's status did not have.
+      this.options.logger.warn('PodSandboxStatus of a new sandbox failed', { err: errorMessage(err) });
+    }
   }
 
   /** Stops every running container (grace period: override, else the pod's) and every ready sandbox. */
@@ -293,7 +398,10 @@ export class KubeRuntime {
 
   /** Removes every container and sandbox of the pod, and its volumes. */
   async removePod(pod: Pod, status: RuntimePodStatus): Promise<void> {
-    for (const c of status.containers) await this.runtime.removeContainer({ containerId: c.id });
+    for (const c of status.containers) {
+      this.cache.forgetContainer(c.id);
+      await this.runtime.removeContainer({ containerId: c.id });
+    }
     for (const sb of status.sandboxes) {
       await this.runtime.removePodSandbox({ podSandboxId: sb.id });
       this.sandboxIps.delete(sb.id);
@@ -334,6 +442,7 @@ export class KubeRuntime {
     }
     if (grace < this.minGrace) grace = this.minGrace;
     if (gracePeriodOverride !== undefined) grace = gracePeriodOverride;
+    this.cache.forgetContainer(container.id);
     await this.runtime.stopContainer({ containerId: container.id, timeout: BigInt(grace) });
   }
 
@@ -350,7 +459,8 @@ export class KubeRuntime {
     podIP: string,
     hostIP: string,
     volumePaths: Map<string, string>,
-  ): Promise<{ started: boolean; waiting?: WaitingReason; retryAt?: number }> {
+    imagePresent?: Promise<Image | undefined>,
+  ): Promise<{ started: boolean; containerId?: string; waiting?: WaitingReason; retryAt?: number }> {
     const clock = this.options.clock;
     const latest = status.containers.find((c) => c.name === container.name);
     // CrashLoopBackOff, as upstream doBackOff: measured from when the last instance finished.
@@ -372,7 +482,7 @@ export class KubeRuntime {
 
     let image: { image: string; imageRef: string };
     try {
-      image = await this.images.ensureImageExists(pod, container);
+      image = await this.images.ensureImageExists(pod, container, imagePresent);
     } catch (err) {
       if (err instanceof ImagePullError) {
         this.options.logger.warn('Failed to ensure image', {
@@ -421,8 +531,11 @@ export class KubeRuntime {
 
     let containerId: string;
     try {
-      containerId = (await this.runtime.createContainer({ podSandboxId: sandboxId, config, sandboxConfig }))
-        .containerId;
+      containerId = (
+        await this.cache.creating(pod.metadata!.uid!, () =>
+          this.runtime.createContainer({ podSandboxId: sandboxId, config, sandboxConfig }),
+        )
+      ).containerId;
     } catch (err) {
       const message = errorMessage(err);
       this.options.logger.error('CreateContainer failed', {
@@ -456,7 +569,7 @@ export class KubeRuntime {
       container: container.name,
       containerID: containerId,
     });
-    return { started: true };
+    return { started: true, containerId };
   }
 
   sandboxConfig(pod: Pod, attempt: number): PodSandboxConfig {
@@ -571,6 +684,11 @@ export class KubeRuntime {
 }
 
 export { EnvError };
+
+/** Whether a container's environment has the pod IP (downward API `status.podIP`). */
+function usesPodIP(container: Container): boolean {
+  return !!container.env?.some((e) => e.valueFrom?.fieldRef?.fieldPath === 'status.podIP');
+}
 
 /** Go's time.Duration.String() for whole seconds and minutes: 10s, 1m20s, 5m0s. */
 export function formatDuration(ms: number): string {

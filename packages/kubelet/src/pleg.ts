@@ -1,18 +1,22 @@
-import { CriLabels, type RuntimeService } from '@nodelet/cri';
-import { type ContainerRuntimeState, containerStateFromCri } from './runtime-pod.js';
+import { CriLabels, PodSandboxState, type RuntimeService } from '@nodelet/cri';
 import { type Clock, type EventBus, errorMessage, type Logger } from '@nodelet/kernel';
+import type { RuntimeCache } from './runtime-cache.js';
+import { type ContainerRuntimeState, containerStateFromCri } from './runtime-pod.js';
 
 /**
- * The generic PLEG (pod lifecycle event generator): relist every container in the runtime each period,
- * diff against the previous relist, and emit what changed on the bus. One relist is two CRI calls and a
- * map diff, O(containers). Unhealthy when no relist has succeeded for `unhealthyAfterMs` (3 min):
- * the node then reports "PLEG is not healthy".
+ * The generic PLEG (pod lifecycle event generator): relist every sandbox and container in the runtime
+ * each period, diff against the previous relist, emit what changed of containers on the bus, and wake
+ * the workers of pods whose sandboxes or containers changed. One relist is two CRI calls
+ * (ListPodSandbox + ListContainers) and a map diff, O(containers); it also tells the runtime cache which
+ * pods the runtime holds and which containers run. Unhealthy when no relist has succeeded for
+ * `unhealthyAfterMs` (3 min): the node then reports "PLEG is not healthy".
  *
  *   absent ──► running      Container Started
  *   running ─► exited       Container Died
  *   absent ──► exited       Container Died (it came and went between two relists)
  *   present ─► absent       Container Removed
  *   other state changes     Container Changed
+ *   a sandbox's change      (no bus event) its pod's worker is woken: a sandbox that died is replaced
  */
 export interface PlegOptions {
   relistPeriodMs?: number;
@@ -20,17 +24,17 @@ export interface PlegOptions {
 }
 
 export type PlegContainerState = ContainerRuntimeState;
-type State = PlegContainerState;
+export type PlegSandboxState = 'ready' | 'notready';
 
-/** What a relist saw change for one container; `removed` when it is gone. */
-export interface PlegChange {
-  containerId: string;
-  state: PlegContainerState | 'removed';
-}
+/** What a relist saw change for one container or sandbox; `removed` when it is gone. */
+export type PlegChange =
+  | { kind: 'container'; id: string; state: PlegContainerState | 'removed' }
+  | { kind: 'sandbox'; id: string; state: PlegSandboxState | 'removed' };
 
 interface Seen {
   podUid: string;
-  state: State;
+  kind: PlegChange['kind'];
+  state: PlegContainerState | PlegSandboxState;
 }
 
 export class GenericPleg {
@@ -51,6 +55,7 @@ export class GenericPleg {
     /** Called with what changed, by pod UID, so the workers of those pods sync them. */
     private readonly onPodsChanged: (changes: Map<string, PlegChange[]>) => void,
     options: PlegOptions = {},
+    private readonly cache?: RuntimeCache,
   ) {
     this.relistPeriodMs = options.relistPeriodMs ?? 1000;
     this.unhealthyAfterMs = options.unhealthyAfterMs ?? 180_000;
@@ -84,32 +89,50 @@ export class GenericPleg {
     if (this.relisting) return;
     this.relisting = true;
     try {
-      const { containers } = await this.runtime.listContainers({});
+      const startedAt = this.cache?.relistStarted() ?? 0;
+      const [{ items: sandboxes }, { containers }] = await Promise.all([
+        this.runtime.listPodSandbox({}),
+        this.runtime.listContainers({}),
+      ]);
       const current = new Map<string, Seen>();
       const changedPods = new Map<string, PlegChange[]>();
+      const pods = new Set<string>();
+      const running = new Set<string>();
       const note = (podUid: string, change: PlegChange) => {
         const list = changedPods.get(podUid);
         if (list) list.push(change);
         else changedPods.set(podUid, [change]);
       };
+      for (const sb of sandboxes) {
+        const podUid = sb.labels[CriLabels.PodUID];
+        if (!podUid) continue; // not ours
+        pods.add(podUid);
+        const state = sb.state === PodSandboxState.SANDBOX_READY ? 'ready' : 'notready';
+        current.set(sb.id, { podUid, kind: 'sandbox', state });
+        if (this.previous.get(sb.id)?.state !== state) note(podUid, { kind: 'sandbox', id: sb.id, state });
+      }
       for (const c of containers) {
         const podUid = c.labels[CriLabels.PodUID];
         if (!podUid) continue; // not ours
+        pods.add(podUid);
         const state = containerStateFromCri(c.state);
-        current.set(c.id, { podUid, state });
+        if (state === 'running') running.add(c.id);
+        current.set(c.id, { podUid, kind: 'container', state });
         const before = this.previous.get(c.id);
         if (before?.state === state) continue;
-        note(podUid, { containerId: c.id, state });
+        note(podUid, { kind: 'container', id: c.id, state });
         if (state === 'running') this.bus.emit('[PLEG] Container Started', { podUid, containerId: c.id });
         else if (state === 'exited') this.bus.emit('[PLEG] Container Died', { podUid, containerId: c.id });
         else this.bus.emit('[PLEG] Container Changed', { podUid, containerId: c.id });
       }
       for (const [id, before] of this.previous) {
         if (current.has(id)) continue;
-        note(before.podUid, { containerId: id, state: 'removed' });
-        this.bus.emit('[PLEG] Container Removed', { podUid: before.podUid, containerId: id });
+        note(before.podUid, { kind: before.kind, id, state: 'removed' });
+        if (before.kind === 'container')
+          this.bus.emit('[PLEG] Container Removed', { podUid: before.podUid, containerId: id });
       }
       this.previous = current;
+      this.cache?.relistDone(startedAt, pods, running);
       this.lastSuccess = this.clock.now();
       if (this.failures > 0)
         this.logger.info('PLEG relist succeeded again', { failedRelists: this.failures });

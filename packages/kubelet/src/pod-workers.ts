@@ -8,7 +8,9 @@ import { type Clock, errorMessage, type Logger } from '@nodelet/kernel';
  *   sync ──(kill requested)──► terminating ──(containers and sandbox stopped)──► terminated ──► forgotten
  *
  * A sync that asks to be retried (`requeueAfterMs`: a backoff ending, a periodic resync) is scheduled on
- * the kernel clock; a sync requested while another runs is coalesced into one pending update.
+ * the kernel clock; a sync requested while another runs is coalesced into one pending update. A sync
+ * asked for only because the runtime changed (PLEG) is optional: just before it runs, the syncer may say
+ * the last sync already saw that change (`syncNeeded`), and then it is skipped.
  * Static pods that share a full name (an edited manifest gets a new UID) start only once the previous pod
  * of that name has terminated.
  */
@@ -27,13 +29,22 @@ export interface PodSyncer {
   cleanupPod(pod: Pod): Promise<void>;
   /** Told when a pod reached `terminated` and was cleaned up. */
   podTerminated(pod: Pod): void;
+  /**
+   * Asked before an optional sync (one only PLEG asked for) runs: false skips it, as the last sync
+   * already saw everything PLEG reported since.
+   */
+  syncNeeded?(pod: Pod): boolean;
 }
 
 interface Worker {
   pod: Pod;
   phase: WorkerPhase;
   pending: boolean;
+  /** The pending sync was asked for by something other than an optional request. */
+  mustSync: boolean;
   running: boolean;
+  /** When the last sync asked to run again (clock time), kept for a skipped optional sync. */
+  requeueAt?: number;
   gracePeriodSeconds?: number;
   cancelRequeue?: () => void;
   /** Waiting for an older pod of the same full name to terminate. */
@@ -72,7 +83,7 @@ export class PodWorkers {
     const uid = pod.metadata!.uid!;
     let w = this.workers.get(uid);
     if (!w) {
-      w = { pod, phase: 'sync', pending: false, running: false, blocked: false };
+      w = { pod, phase: 'sync', pending: false, mustSync: false, running: false, blocked: false };
       this.workers.set(uid, w);
       const owner = this.activeByFullName.get(fullName(pod));
       if (owner && owner !== uid && this.workers.has(owner)) w.blocked = true;
@@ -98,10 +109,13 @@ export class PodWorkers {
     this.schedule(uid, w);
   }
 
-  /** Ask for a sync now (PLEG saw a change). */
-  requestSync(uid: string): void {
+  /**
+   * Ask for a sync now (a probe result, or PLEG saw a change). `optional`: only the runtime changed, and
+   * the syncer's `syncNeeded` decides, when the sync is due, whether the last sync already saw it.
+   */
+  requestSync(uid: string, options: { optional?: boolean } = {}): void {
     const w = this.workers.get(uid);
-    if (w) this.schedule(uid, w);
+    if (w) this.schedule(uid, w, options.optional);
   }
 
   phase(uid: string): WorkerPhase | undefined {
@@ -130,7 +144,8 @@ export class PodWorkers {
     for (const w of this.workers.values()) w.cancelRequeue?.();
   }
 
-  private schedule(uid: string, w: Worker): void {
+  private schedule(uid: string, w: Worker, optional = false): void {
+    if (!optional) w.mustSync = true;
     w.cancelRequeue?.();
     w.cancelRequeue = undefined;
     if (w.blocked && w.phase === 'sync') return;
@@ -144,6 +159,7 @@ export class PodWorkers {
 
   private requeue(uid: string, w: Worker, afterMs: number): void {
     w.cancelRequeue?.();
+    w.requeueAt = this.clock.now() + afterMs;
     w.cancelRequeue = this.clock.setTimeout(() => {
       w.cancelRequeue = undefined;
       this.schedule(uid, w);
@@ -156,6 +172,13 @@ export class PodWorkers {
     try {
       while (w.pending) {
         w.pending = false;
+        if (w.phase === 'sync' && !w.mustSync && this.syncer.syncNeeded?.(w.pod) === false) {
+          // The last sync saw it all; keep its own next sync (a backoff ending, the periodic resync).
+          if (!w.cancelRequeue && w.requeueAt !== undefined)
+            this.requeue(uid, w, Math.max(0, w.requeueAt - this.clock.now()));
+          continue;
+        }
+        w.mustSync = false;
         if (w.phase === 'sync') await this.doSync(uid, w);
         else if (w.phase === 'terminating') await this.doTerminate(uid, w);
         else if (w.phase === 'terminated') await this.doCleanup(uid, w);
@@ -175,13 +198,9 @@ export class PodWorkers {
     try {
       const outcome = await this.syncer.syncPod(w.pod);
       w.failures = undefined;
-      if (w.phase === 'sync' && !w.pending) {
-        this.requeue(
-          uid,
-          w,
-          Math.min(outcome.requeueAfterMs ?? this.resyncIntervalMs, this.resyncIntervalMs),
-        );
-      }
+      const afterMs = Math.min(outcome.requeueAfterMs ?? this.resyncIntervalMs, this.resyncIntervalMs);
+      w.requeueAt = this.clock.now() + afterMs;
+      if (w.phase === 'sync' && !w.pending) this.requeue(uid, w, afterMs);
     } catch (err) {
       const failures = (w.failures ?? 0) + 1;
       w.failures = failures;
@@ -193,6 +212,7 @@ export class PodWorkers {
           err: errorMessage(err),
         });
       }
+      w.requeueAt = this.clock.now() + this.errorBackoffMs;
       if (w.phase === 'sync' && !w.pending) this.requeue(uid, w, this.errorBackoffMs);
     }
   }
