@@ -4,16 +4,19 @@
  *
  *   npm run bench:proxy --workspace @nodelet/bench -- [--services 1000,5000] [--endpoints 10]
  *        [--backends iptables-legacy,iptables-nft,nftables] [--changes 3] [--repeat K] [--slow]
- *        [--userspace-mb 256]
+ *        [--userspace on|off|only] [--userspace-mb 256] [--userspace-rounds 5]
  *
  * For each backend and N services × E endpoints (ClusterIP services, upstream-shaped rules):
  *
- *   (a) render   rendering the full rules (in-process) ÷ the kernel applying exactly that text once
- *                (`iptables-restore --noflush` or `nft -f`) into a fresh namespace. Goal ≤ 0.1.
+ *   (a) render   rendering the full rules (in-process; iptables: into the byte chunks it streams, nft:
+ *                one string) ÷ the kernel applying exactly that text once (`iptables-restore --noflush`
+ *                or `nft -f`) into a fresh namespace. Goal ≤ 0.1.
  *                Medians of --repeat runs (default 3 up to 1,000 services, else 1), each in fresh
  *                namespaces, alternating which of floor and nodelet goes first.
- *   (b) full     nodelet's full sync into a fresh namespace (iptables-save of what exists, render,
- *                restore, bookkeeping) ÷ that same one-transaction apply (the floor). Goal ≤ 1.1.
+ *   (b) full     nodelet's full sync into a fresh namespace (iptables: iptables-save of what exists and
+ *                the restore start together, the rules stream into the restore as they are rendered;
+ *                nft: render, then nft -f) ÷ that same one-transaction apply (the floor). Goal ≤ 1.1.
+ *                For iptables also the same sync not streamed (save, render, restore in turn).
  *   (c) change   one endpoint of one service replaced: nodelet's sync (tracker commit + backend partial
  *                sync) ÷ a minimal hand-made transaction doing the same on a twin namespace (rewrite the
  *                service chain, add the new endpoint chain, delete the old one). Medians of --changes
@@ -23,18 +26,21 @@
  * iptables-nft (the nf_tables back end of iptables) takes minutes per apply above 1,000 services on this
  * machine (5,000 ≈ 8 min): those sizes are skipped unless --slow.
  *
- * Userspace: bulk TCP throughput through the userspace proxy ÷ a direct loopback connection, client and
- * server in separate processes, medians of 3 runs of --userspace-mb MiB. Goal ≥ 0.5.
+ * Userspace: bulk TCP throughput through the userspace proxy ÷ a direct loopback connection. Sender,
+ * sink and proxy each run in a process of their own (the bench process stays idle in both cases);
+ * medians of --userspace-rounds rounds of --userspace-mb MiB, each round one direct and one proxied
+ * transfer, alternating which goes first. Also the CPU the proxy process uses per MiB. Goal ≥ 0.5.
+ * (--userspace only: this part alone, no root needed.)
  *
  * Prints a table and writes bench/results/proxy.json.
  */
-import { spawn } from 'node:child_process';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, release } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { createLogger, RealClock } from '@nodelet/kernel';
+import { createLogger } from '@nodelet/kernel';
 import {
   ChangeTracker,
   defaultNodeContext,
@@ -42,14 +48,17 @@ import {
   emptyChangeSet,
   type ProxyState,
   type Service,
+  HostCommandRunner,
   type ServicePortState,
   systemEnv,
 } from '@nodelet/proxy';
 import { NetnsTopology, netnsSupport } from '@nodelet/proxy/testing';
 import {
   endpointChain as iptEndpointChain,
+  Iptables,
   IptablesBackend,
   IptablesRenderer,
+  isServiceChain,
   JUMP_RULES,
   serviceChain as iptServiceChain,
 } from '@nodelet/proxy-iptables';
@@ -59,9 +68,9 @@ import {
   renderNftables,
   serviceChain as nftServiceChain,
 } from '@nodelet/proxy-nftables';
-import { UserspaceBackend } from '@nodelet/proxy-userspace';
 
-type BackendName = 'iptables-legacy' | 'iptables-nft' | 'nftables';
+const BACKENDS = ['iptables-legacy', 'iptables-nft', 'nftables'] as const;
+type BackendName = (typeof BACKENDS)[number];
 
 const { values: args } = parseArgs({
   options: {
@@ -72,6 +81,8 @@ const { values: args } = parseArgs({
     slow: { type: 'boolean', default: false },
     repeat: { type: 'string' },
     'userspace-mb': { type: 'string', default: '256' },
+    'userspace-rounds': { type: 'string', default: '5' },
+    userspace: { type: 'string', default: 'on' },
     out: { type: 'string' },
   },
 });
@@ -122,7 +133,7 @@ function exec(
   ns: string,
   command: string,
   cmdArgs: string[],
-  input?: string,
+  input?: string | Buffer,
 ): Promise<{ ms: number; out: string }> {
   return new Promise((resolve, reject) => {
     const start = performance.now();
@@ -149,10 +160,15 @@ interface Row {
   endpoints: number;
   rules: { bytes: number; lines: number };
   renderMs: number;
+  /** Every repeat's figures (ms), in run order: the medians above come from these. */
+  repeats: { render: number[]; floorApply: number[]; nodeletFull: number[]; notStreamed?: number[] };
   floorApplyMs: number;
   renderRatio: number;
   nodeletFullMs: number;
   fullRatio: number;
+  /** iptables: the same full sync without streaming (save, render, restore one after the other). */
+  notStreamedMs?: number;
+  notStreamedRatio?: number;
   change: {
     nodeletMs: number;
     handMadeMs: number;
@@ -162,16 +178,24 @@ interface Row {
     partial: boolean;
   };
   sameRulesAfterChanges?: boolean;
+  /** 1-, 5- and 15-minute load averages when the row was finished. */
+  load: number[];
 }
 
 /** Full rule text and the commands of one backend, plus the hand-made minimal transaction for a change. */
 interface Driver {
-  render(state: ProxyState): string;
+  /** The full rules, as the backend produces them (iptables: byte chunks, no one big string). */
+  render(state: ProxyState): string | Buffer[];
   floorCommand: [string, string[]];
   backend(ns: string): IptablesBackend | NftablesBackend;
   /** `large`: more than 1,000 endpoints, where rules carry no per-endpoint comments (as upstream). */
   handMade(before: ServicePortState, after: ServicePortState, large: boolean): string;
   dump: [string, string[]];
+  /**
+   * The full sync done the plain way, for comparison (iptables only): iptables-save, then the whole
+   * render, then one restore — what a full sync did before it streamed.
+   */
+  sequential?(ns: string, state: ProxyState): Promise<void>;
 }
 
 function iptDriver(mode: 'legacy' | 'nft'): Driver {
@@ -182,7 +206,7 @@ function iptDriver(mode: 'legacy' | 'nft'): Driver {
         changes: emptyChangeSet(),
         full: true,
         missingJumps: JUMP_RULES,
-      }).text,
+      }).chunks,
     floorCommand: [`iptables-${mode}-restore`, ['--wait=5', '--noflush']],
     backend: (ns) => new IptablesBackend({ backend: mode, netns: ns, logger: quiet }),
     // Large-cluster rules (no per-endpoint comments): rewrite the service chain, add the new endpoint
@@ -219,6 +243,23 @@ function iptDriver(mode: 'legacy' | 'nft'): Driver {
       return lines.join('\n') + '\n';
     },
     dump: [`iptables-${mode}-save`, []],
+    sequential: async (ns, state) => {
+      const ipt = new Iptables(mode, new HostCommandRunner(ns));
+      const saved = await ipt.save();
+      const out = new IptablesRenderer().render({
+        state,
+        changes: emptyChangeSet(),
+        full: true,
+        existingChains: new Set([...(saved.chains.get('nat') ?? [])].filter(isServiceChain)),
+        missingJumps: JUMP_RULES.filter(
+          (j) =>
+            !(saved.rules.get(j.table) ?? []).some(
+              (r) => r.startsWith(`-A ${j.from} `) && r.endsWith(`-j ${j.to}`),
+            ),
+        ),
+      });
+      await ipt.restore(out.text);
+    },
   };
 }
 
@@ -286,26 +327,31 @@ async function benchBackend(
   const { state } = tracker.commit();
 
   // (a) render ÷ the kernel applying the same text; (b) nodelet's full sync into a fresh namespace.
-  // Each repeat uses two fresh namespaces and alternates which goes first, so drift in the machine's
-  // load falls on both sides; the figures are medians.
+  // Each repeat uses fresh namespaces (floor, nodelet, and for iptables the not-streamed sync) and
+  // rotates which goes first, so drift in the machine's load falls on every side; figures are medians.
   const repeats = Number(args.repeat ?? (n <= 1000 ? 3 : 1));
   driver.render(state); // warm-up (JIT)
   const renders: number[] = [];
   const floors: number[] = [];
   const fulls: number[] = [];
-  let text = '';
+  let text: string | Buffer = '';
+  const sequentials: number[] = [];
   let floorNs: NetnsTopology | undefined;
   let nodeletNs: NetnsTopology | undefined;
+  let sequentialNs: NetnsTopology | undefined;
   let backend: IptablesBackend | NftablesBackend | undefined;
   try {
     for (let r = 0; r < repeats; r++) {
       const t0 = performance.now();
-      text = driver.render(state);
+      const rendered = driver.render(state);
       renders.push(performance.now() - t0);
+      text = typeof rendered === 'string' ? rendered : Buffer.concat(rendered);
       await floorNs?.destroy();
       await nodeletNs?.destroy();
+      await sequentialNs?.destroy();
       floorNs = await NetnsTopology.create({ backends: 0 });
       nodeletNs = await NetnsTopology.create({ backends: 0 });
+      sequentialNs = driver.sequential ? await NetnsTopology.create({ backends: 0 }) : undefined;
       const f = floorNs;
       const runFloor = async () =>
         floors.push((await exec(f.node, driver.floorCommand[0], driver.floorCommand[1], text)).ms);
@@ -316,19 +362,25 @@ async function benchBackend(
         await b.sync(state, emptyChangeSet(), true);
         fulls.push(performance.now() - t1);
       };
-      if (r % 2 === 0) {
-        await runFloor();
-        await runNodelet();
-      } else {
-        await runNodelet();
-        await runFloor();
+      const legs = [runFloor, runNodelet];
+      const seq = sequentialNs;
+      if (driver.sequential && seq) {
+        const sequential = driver.sequential;
+        legs.push(async () => {
+          const t1 = performance.now();
+          await sequential(seq.node, state);
+          sequentials.push(performance.now() - t1);
+        });
       }
+      // Each repeat rotates which goes first.
+      for (let k = 0; k < legs.length; k++) await legs[(r + k) % legs.length]!();
     }
     const renderMs = median(renders);
     const floorMs = median(floors);
     const nodeletFullMs = median(fulls);
+    const sequentialMs = sequentials.length > 0 ? median(sequentials) : undefined;
     process.stdout.write(
-      `  ${name} ${n}: render ${renderMs.toFixed(0)} ms, kernel apply ${floorMs.toFixed(0)} ms, nodelet full sync ${nodeletFullMs.toFixed(0)} ms`,
+      `  ${name} ${n}: render ${renderMs.toFixed(0)} ms, kernel apply ${floorMs.toFixed(0)} ms, nodelet full sync ${nodeletFullMs.toFixed(0)} ms${sequentialMs !== undefined ? ` (not streamed ${sequentialMs.toFixed(0)} ms)` : ''}`,
     );
 
     // (c) one endpoint replaced, `changes` times: nodelet's sync (the tracker update and commit
@@ -372,7 +424,9 @@ async function benchBackend(
     }
     const nodeletMs = median(nodeletRuns);
     const handMadeMs = median(handRuns);
-    process.stdout.write(`, change ${nodeletMs.toFixed(0)} vs ${handMadeMs.toFixed(0)} ms\n`);
+    process.stdout.write(
+      `, change ${nodeletMs.toFixed(0)} vs ${handMadeMs.toFixed(0)} ms (load ${loadavg()[0]!.toFixed(1)})\n`,
+    );
     let sameRulesAfterChanges: boolean | undefined;
     if (checkSame) {
       const [a, b] = await Promise.all([
@@ -385,12 +439,21 @@ async function benchBackend(
       backend: name,
       services: n,
       endpoints: e,
-      rules: { bytes: text.length, lines: text.split('\n').length - 1 },
+      rules: { bytes: Buffer.byteLength(text), lines: text.toString().split('\n').length - 1 },
       renderMs: r2(renderMs),
+      repeats: {
+        render: renders.map(r2),
+        floorApply: floors.map(r2),
+        nodeletFull: fulls.map(r2),
+        ...(sequentials.length > 0 ? { notStreamed: sequentials.map(r2) } : {}),
+      },
       floorApplyMs: r2(floorMs),
       renderRatio: Math.round((renderMs / floorMs) * 1000) / 1000,
       nodeletFullMs: r2(nodeletFullMs),
       fullRatio: r2(nodeletFullMs / floorMs),
+      ...(sequentialMs !== undefined
+        ? { notStreamedMs: r2(sequentialMs), notStreamedRatio: r2(sequentialMs / floorMs) }
+        : {}),
       change: {
         nodeletMs: r2(nodeletMs),
         handMadeMs: r2(handMadeMs),
@@ -400,10 +463,12 @@ async function benchBackend(
         partial,
       },
       ...(sameRulesAfterChanges !== undefined ? { sameRulesAfterChanges } : {}),
+      load: loadavg().map(r2),
     };
   } finally {
     await floorNs?.destroy();
     await nodeletNs?.destroy();
+    await sequentialNs?.destroy();
   }
 }
 
@@ -430,6 +495,7 @@ c.on('end', () => { const s = Number(process.hrtime.bigint() - start) / 1e9; pro
 `;
 
 async function runNode(script: string, argv: string[]): Promise<string> {
+  // A child of its own per transfer: the sending side's CPU never competes with the bench's.
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['-e', script, ...argv]);
     let out = '';
@@ -438,61 +504,118 @@ async function runNode(script: string, argv: string[]): Promise<string> {
   });
 }
 
-async function benchUserspace(
-  mb: number,
-): Promise<{ directMiBps: number; proxiedMiBps: number; ratio: number; mib: number }> {
-  const server = spawn(process.execPath, ['-e', SINK]);
-  const port = Number(
-    await new Promise<string>((resolve) => server.stdout.once('data', (d) => resolve(String(d).trim()))),
-  );
-  const backend = new UserspaceBackend({ clock: new RealClock(), logger: quiet, ports: 'ephemeral' });
+/** CPU time (user + system) a process has used so far, in ms (Linux, from /proc). */
+async function cpuMs(pid: number): Promise<number> {
+  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS;
+}
+const CLOCK_TICKS = 100; // USER_HZ on Linux
+
+/** Starts a Node child and resolves with it and the first line it prints. */
+async function startChild(args: string[]): Promise<{ child: ChildProcess; line: string }> {
+  const child = spawn(process.execPath, args, { stdio: ['pipe', 'pipe', 'inherit'] });
+  const line = await new Promise<string>((resolve, reject) => {
+    child.stdout!.once('data', (d) => resolve(String(d).trim()));
+    child.once('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}`)));
+  });
+  return { child, line };
+}
+
+interface UserspaceResult {
+  directMiBps: number;
+  proxiedMiBps: number;
+  /** Median of the rounds' ratios: each pairs transfers run back to back, under the same load. */
+  ratio: number;
+  /** Ratio of each round (direct and proxied back to back). */
+  roundRatios: number[];
+  /** CPU the proxy process used per MiB carried, and the sink per MiB received (direct). */
+  proxyCpuMsPerMiB: number;
+  sinkCpuMsPerMiB: number;
+  mib: number;
+  rounds: number;
+  load: number[];
+}
+
+/**
+ * Bulk TCP through the userspace proxy ÷ a direct loopback connection. Sender, sink and proxy each run
+ * in a process of their own, so the bench process is idle in both cases; rounds alternate which of
+ * the two goes first.
+ */
+async function benchUserspace(mb: number, rounds: number): Promise<UserspaceResult> {
+  const sink = await startChild(['-e', SINK]);
+  const port = Number(sink.line);
+  const proxy = await startChild([join(here, 'proxy-userspace-child.js'), String(port)]);
+  const proxyPort = Number(proxy.line);
   try {
-    const tracker = new ChangeTracker(defaultNodeContext('bench-node'), quiet);
-    tracker.upsertService({
-      kind: 'Service',
-      metadata: { name: 'bulk', namespace: 'bench' },
-      spec: { clusterIP: '10.96.0.1', ports: [{ port: 80 }] },
-    });
-    tracker.upsertEndpointSlice({
-      kind: 'EndpointSlice',
-      metadata: { name: 'bulk-1', namespace: 'bench', labels: { 'kubernetes.io/service-name': 'bulk' } },
-      addressType: 'IPv4',
-      endpoints: [{ addresses: ['127.0.0.1'] }],
-      ports: [{ port }],
-    });
-    const c = tracker.commit();
-    await backend.sync(c.state, c.changes, true);
-    const proxied = backend.addressOf('bench/bulk')!;
-    const rate = async (host: string, p: number) => {
-      const r = JSON.parse(await runNode(SEND, [host, String(p), String(mb)])) as {
+    const rate = async (p: number) => {
+      const r = JSON.parse(await runNode(SEND, ['127.0.0.1', String(p), String(mb)])) as {
         bytes: number;
         seconds: number;
       };
       if (r.bytes !== mb * 1024 * 1024) throw new Error(`sink got ${r.bytes} bytes`);
       return mb / r.seconds;
     };
-    await rate('127.0.0.1', port); // warm-up
+    await rate(port); // warm-up
+    await rate(proxyPort);
     const direct: number[] = [];
     const via: number[] = [];
-    for (let i = 0; i < 3; i++) {
-      direct.push(await rate('127.0.0.1', port));
-      via.push(await rate(proxied.address, proxied.port));
+    let proxyCpu = 0;
+    let sinkCpu = 0;
+    const runDirect = async () => {
+      const s0 = await cpuMs(sink.child.pid!);
+      direct.push(await rate(port));
+      sinkCpu += (await cpuMs(sink.child.pid!)) - s0;
+    };
+    const runProxied = async () => {
+      const p0 = await cpuMs(proxy.child.pid!);
+      via.push(await rate(proxyPort));
+      proxyCpu += (await cpuMs(proxy.child.pid!)) - p0;
+    };
+    for (let i = 0; i < rounds; i++) {
+      if (i % 2 === 0) {
+        await runDirect();
+        await runProxied();
+      } else {
+        await runProxied();
+        await runDirect();
+      }
     }
-    const d = median(direct);
-    const p = median(via);
-    return { directMiBps: Math.round(d), proxiedMiBps: Math.round(p), ratio: r2(p / d), mib: mb };
+    const roundRatios = via.map((v, i) => v / direct[i]!);
+    return {
+      directMiBps: Math.round(median(direct)),
+      proxiedMiBps: Math.round(median(via)),
+      ratio: r2(median(roundRatios)),
+      roundRatios: roundRatios.map(r2),
+      proxyCpuMsPerMiB: r2(proxyCpu / (mb * rounds)),
+      sinkCpuMsPerMiB: r2(sinkCpu / (mb * rounds)),
+      mib: mb,
+      rounds,
+      load: loadavg().map(r2),
+    };
   } finally {
-    await backend.stop();
-    server.kill();
+    proxy.child.stdin!.end();
+    sink.child.kill();
   }
 }
 
 async function main(): Promise<void> {
-  const support = await netnsSupport();
-  if (!support.ok) throw new Error(`the proxy bench needs root and ip netns: ${support.reason}`);
   const sizes = args.services.split(',').map(Number);
   const e = Number(args.endpoints);
   const backends = args.backends.split(',').filter(Boolean) as BackendName[];
+  const unknown = backends.filter((b) => !BACKENDS.includes(b));
+  if (unknown.length > 0) {
+    throw new Error(`--backends: unknown ${unknown.join(', ')} (known: ${BACKENDS.join(', ')}; '' for none)`);
+  }
+  const userspaceMode = args.userspace;
+  if (!['on', 'off', 'only'].includes(userspaceMode)) {
+    throw new Error(`--userspace must be on, off or only, not ${userspaceMode}`);
+  }
+  const kernelBackends = userspaceMode === 'only' ? [] : backends;
+  if (kernelBackends.length > 0) {
+    const support = await netnsSupport();
+    if (!support.ok) throw new Error(`the proxy bench needs root and ip netns: ${support.reason}`);
+  }
   const changes = Number(args.changes);
   const rows: Row[] = [];
   const skipped: string[] = [];
@@ -500,7 +623,7 @@ async function main(): Promise<void> {
   console.log(
     `proxy bench: ${sizes.join(', ')} services × ${e} endpoints; ${cpus().length} CPUs, kernel ${release()}, load ${loadStart.map((l) => l.toFixed(1)).join(' ')}`,
   );
-  for (const name of backends) {
+  for (const name of kernelBackends) {
     for (const n of sizes) {
       if (name === 'iptables-nft' && n > 1000 && !args.slow) {
         skipped.push(
@@ -512,21 +635,26 @@ async function main(): Promise<void> {
       rows.push(await benchBackend(name, n, e, changes, n === Math.min(...sizes)));
     }
   }
-  console.log('  userspace: bulk TCP throughput …');
-  const userspace = await benchUserspace(Number(args['userspace-mb']));
+  let userspace: UserspaceResult | undefined;
+  if (userspaceMode !== 'off') {
+    console.log('  userspace: bulk TCP throughput …');
+    userspace = await benchUserspace(Number(args['userspace-mb']), Number(args['userspace-rounds']));
+  }
 
   const table = [
-    '| backend | services × endpoints | rules (bytes) | (a) render ms | kernel apply ms | (a) ratio | (b) nodelet full ms | (b) ratio | (c) nodelet change ms | hand-made ms | (c) ratio |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    '| backend | services × endpoints | rules (bytes) | (a) render ms | kernel apply ms | (a) ratio | (b) nodelet full ms | (b) ratio | (b) not streamed | (c) nodelet change ms | hand-made ms | (c) ratio |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     ...rows.map(
       (r) =>
-        `| ${r.backend} | ${r.services} × ${r.endpoints} | ${r.rules.bytes.toLocaleString('en')} | ${r.renderMs} | ${r.floorApplyMs} | ${r.renderRatio} | ${r.nodeletFullMs} | ${r.fullRatio} | ${r.change.nodeletMs} | ${r.change.handMadeMs} | ${r.change.ratio} |`,
+        `| ${r.backend} | ${r.services} × ${r.endpoints} | ${r.rules.bytes.toLocaleString('en')} | ${r.renderMs} | ${r.floorApplyMs} | ${r.renderRatio} | ${r.nodeletFullMs} | ${r.fullRatio} | ${r.notStreamedRatio ?? '—'} | ${r.change.nodeletMs} | ${r.change.handMadeMs} | ${r.change.ratio} |`,
     ),
   ].join('\n');
-  console.log('\n' + table);
-  console.log(
-    `\nuserspace: direct ${userspace.directMiBps} MiB/s, through the proxy ${userspace.proxiedMiBps} MiB/s, ratio ${userspace.ratio} (${userspace.mib} MiB per run, median of 3)`,
-  );
+  if (rows.length > 0) console.log('\n' + table);
+  if (userspace) {
+    console.log(
+      `\nuserspace: direct ${userspace.directMiBps} MiB/s, through the proxy ${userspace.proxiedMiBps} MiB/s (medians), ratio ${userspace.ratio} (median of the rounds ${userspace.roundRatios.join(', ')}; ${userspace.mib} MiB per run); proxy CPU ${userspace.proxyCpuMsPerMiB} ms/MiB, sink ${userspace.sinkCpuMsPerMiB} ms/MiB; load ${userspace.load.join(' ')}`,
+    );
+  }
   for (const s of skipped) console.log(`skipped: ${s}`);
   await mkdir(dirname(outFile), { recursive: true });
   await writeFile(

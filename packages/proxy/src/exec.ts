@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import type { Writable } from 'node:stream';
 
 export interface ExecResult {
   code: number;
@@ -20,6 +21,21 @@ export interface ExecOptions {
  */
 export interface CommandRunner {
   run(command: string, args: readonly string[], options?: ExecOptions): Promise<ExecResult>;
+  /**
+   * Starts a command whose input is written while it is being produced, so the command can parse the
+   * beginning while the caller renders the rest. Optional: callers fall back to `run` without it.
+   */
+  start?(command: string, args: readonly string[], options?: Omit<ExecOptions, 'input'>): RunningCommand;
+}
+
+/** A command started by `CommandRunner.start`. */
+export interface RunningCommand {
+  /** The command's stdin: write the input, then `end()` it. Write errors (the command exited) are ignored. */
+  readonly stdin: Writable;
+  /** How the command ended; settles once stdin is ended and the command exits (or is killed). */
+  readonly result: Promise<ExecResult>;
+  /** Kills the command (input that cannot be completed must not be applied). */
+  kill(): void;
 }
 
 export class CommandError extends Error {
@@ -55,11 +71,17 @@ export class HostCommandRunner implements CommandRunner {
   constructor(readonly netns?: string) {}
 
   run(command: string, args: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
+    const running = this.start(command, args, options);
+    running.stdin.end(options.input ?? '');
+    return running.result;
+  }
+
+  start(command: string, args: readonly string[], options: Omit<ExecOptions, 'input'> = {}): RunningCommand {
     const [cmd, argv] = this.netns
       ? ['ip', ['netns', 'exec', this.netns, command, ...args]]
       : [command, [...args]];
-    return new Promise((resolve, reject) => {
-      const child = spawn(cmd, argv, { stdio: ['pipe', 'pipe', 'pipe'], env: systemEnv() });
+    const child = spawn(cmd, argv, { stdio: ['pipe', 'pipe', 'pipe'], env: systemEnv() });
+    const result = new Promise<ExecResult>((resolve, reject) => {
       const out: Buffer[] = [];
       const err: Buffer[] = [];
       const timer = setTimeout(() => child.kill('SIGKILL'), options.timeoutMs ?? 600_000);
@@ -77,9 +99,9 @@ export class HostCommandRunner implements CommandRunner {
           stderr: Buffer.concat(err).toString('utf8') + (signal ? `\nkilled by ${signal}` : ''),
         });
       });
-      child.stdin.on('error', () => undefined);
-      child.stdin.end(options.input ?? '');
     });
+    child.stdin.on('error', () => undefined);
+    return { stdin: child.stdin, result, kill: () => child.kill('SIGKILL') };
   }
 }
 

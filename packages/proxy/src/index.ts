@@ -15,5 +15,6 @@ export * from './exec.js';
 export * from './plugin.js';
 export * from './hash.js';
 export * from './ip.js';
+export * from './endpoint-selection.js';
 export * from './api-source.js';
 export * from './api-source-plugin.js';

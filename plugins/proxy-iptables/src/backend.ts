@@ -18,7 +18,7 @@ import {
   NAT_CHAINS,
 } from './chains.js';
 import { detectMode, Iptables, type IptablesMode, type SavedRules } from './iptables.js';
-import { IptablesRenderer } from './render.js';
+import { IptablesRenderer, type KernelState, NEED_KERNEL_STATE, type RenderOutput } from './render.js';
 
 export type IptablesBackendChoice = 'auto' | IptablesMode;
 
@@ -97,37 +97,73 @@ export class IptablesBackend implements ProxyBackend {
         doFull = true;
       }
     }
-    let existingChains: Set<string> | undefined;
-    let missingJumps: JumpRule[] | undefined;
-    if (doFull) {
-      const saved = await ipt.save();
-      existingChains = new Set([...(saved.chains.get('nat') ?? [])].filter(isServiceChain));
-      missingJumps = JUMP_RULES.filter((j) => !hasJump(saved, j));
-    }
-    const out = this.renderer.render({
-      state,
-      changes,
-      full: doFull,
-      ...(existingChains ? { existingChains } : {}),
-      ...(missingJumps ? { missingJumps } : {}),
-    });
-    if (out.text) {
-      try {
-        await ipt.restore(out.text);
-      } catch (err) {
-        this.renderer.reset();
-        throw explain(err, out.text);
-      }
+    let out: RenderOutput;
+    try {
+      out = doFull ? await this.fullSync(ipt, state, changes) : await this.partialSync(ipt, state, changes);
+    } catch (err) {
+      this.renderer.reset();
+      throw err;
     }
     this.renderer.applied(out);
     return {
       full: out.full,
       written: out.rulesWritten,
-      bytes: out.text.length,
-      summary: out.text
-        ? `iptables-${ipt.mode}-restore: ${out.chainsWritten} chains, ${out.rulesWritten} rules, ${out.deletedChains.length} deleted`
-        : 'nothing to write',
+      bytes: out.bytes,
+      summary:
+        out.bytes > 0
+          ? `iptables-${ipt.mode}-restore: ${out.chainsWritten} chains, ${out.rulesWritten} rules, ${out.deletedChains.length} deleted`
+          : 'nothing to write',
     };
+  }
+
+  private async partialSync(ipt: Iptables, state: ProxyState, changes: ChangeSet): Promise<RenderOutput> {
+    const out = this.renderer.render({ state, changes, full: false });
+    if (out.bytes > 0) await ipt.restore(out.text).catch((err) => Promise.reject(explain(err, out.text)));
+    return out;
+  }
+
+  /**
+   * A full sync: iptables-restore and iptables-save (what exists: stale chains, missing jumps) start
+   * together, and the rules go into the restore's stdin while they are rendered, so the kernel tool
+   * parses the first rules while the last are produced. The save is needed only for the last lines of
+   * the nat table; if it fails, the restore is killed before it saw a COMMIT, and nothing changes.
+   */
+  private async fullSync(ipt: Iptables, state: ProxyState, changes: ChangeSet): Promise<RenderOutput> {
+    const restore = ipt.startRestore();
+    const kernel = ipt.save().then((saved): KernelState => ({
+      existingChains: new Set([...(saved.chains.get('nat') ?? [])].filter(isServiceChain)),
+      missingJumps: JUMP_RULES.filter((j) => !hasJump(saved, j)),
+    }));
+    kernel.catch(() => undefined); // awaited below; this only marks it handled meanwhile
+    if (!restore) {
+      const out = this.renderer.render({ state, changes, full: true, ...(await kernel) });
+      await ipt.restore(out.text).catch((err) => Promise.reject(explain(err, out.text)));
+      return out;
+    }
+    const steps = this.renderer.steps({ state, changes, full: true });
+    let out: RenderOutput;
+    try {
+      let r = steps.next();
+      while (!r.done) {
+        if (r.value === NEED_KERNEL_STATE) {
+          r = steps.next(await kernel);
+          continue;
+        }
+        for (const chunk of r.value) restore.stdin.write(chunk);
+        // Let the event loop hand what was written to the pipe before rendering on.
+        await new Promise((resolve) => setImmediate(resolve));
+        r = steps.next();
+      }
+      out = r.value;
+    } catch (err) {
+      restore.kill();
+      await restore.result.catch(() => undefined);
+      throw err;
+    }
+    restore.stdin.end();
+    const result = await restore.result;
+    if (result.code !== 0) throw explain(new CommandError(ipt.restoreCommand, result), out.text);
+    return out;
   }
 
   /** Removes our jump rules and chains from both back ends (legacy and nft), wherever they exist. */

@@ -1,4 +1,4 @@
-import { type CommandRunner, runChecked } from '@nodelet/proxy';
+import { type CommandRunner, type RunningCommand, runChecked } from '@nodelet/proxy';
 
 /** The two kernel back ends of iptables on Debian: x_tables (`iptables-legacy`) and nf_tables (`iptables-nft`). */
 export type IptablesMode = 'legacy' | 'nft';
@@ -7,6 +7,8 @@ export const tools = (mode: IptablesMode) => ({
   save: `iptables-${mode}-save`,
   restore: `iptables-${mode}-restore`,
 });
+
+const RESTORE_ARGS = ['--wait=5', '--noflush'];
 
 /** Hint chains kubelet (and kube-proxy's iptables-wrapper convention) leave in the mangle table. */
 const HINT_CHAINS = ['KUBE-IPTABLES-HINT', 'KUBE-KUBELET-CANARY'];
@@ -97,6 +99,16 @@ export class Iptables {
 
   /** One atomic `iptables-restore --noflush` (waiting for the xtables lock). */
   async restore(text: string): Promise<void> {
-    await runChecked(this.runner, tools(this.mode).restore, ['--wait=5', '--noflush'], { input: text });
+    await runChecked(this.runner, tools(this.mode).restore, RESTORE_ARGS, { input: text });
+  }
+
+  /** The same restore, started now and fed while its input is produced; undefined when the runner cannot. */
+  startRestore(): RunningCommand | undefined {
+    return this.runner.start?.(tools(this.mode).restore, RESTORE_ARGS);
+  }
+
+  /** The restore command line, for error messages. */
+  get restoreCommand(): string {
+    return `${tools(this.mode).restore} ${RESTORE_ARGS.join(' ')}`;
   }
 }

@@ -1,54 +1,31 @@
 import test from 'ava';
 import { createLogger, MemorySink } from '@nodelet/kernel';
+import { HostCommandRunner } from '@nodelet/proxy';
 import {
-  ChangeTracker,
-  type CommandRunner,
-  defaultNodeContext,
-  type ExecOptions,
-  HostCommandRunner,
-} from '@nodelet/proxy';
-import {
-  CONFORMANCE_NODE,
   conformanceServices,
   conformanceSlices,
+  conformanceTracker,
+  FaultyRunner,
+  kernelTests,
   NetnsTopology,
-  netnsSupport,
 } from '@nodelet/proxy/testing';
 import { IptablesBackend } from './backend.js';
 import { detectMode, type IptablesMode } from './iptables.js';
 
 // Real iptables inside network namespaces this test creates; never the host's own namespace.
-const support = await netnsSupport();
-const kernelTest = support.ok ? test.serial : test.serial.skip;
-if (!support.ok) {
-  if (process.env.CI === 'true') {
-    test('iptables kernel tests need root and ip netns', (t) =>
-      t.fail(`CI=true but network namespaces are unavailable: ${support.reason}`));
-  } else {
-    console.log(`# proxy-iptables: skipping kernel tests (${support.reason})`);
-  }
-}
+const kernelTest = await kernelTests(test, 'proxy-iptables kernel tests', [
+  'iptables-legacy-restore',
+  'iptables-nft-restore',
+]);
 
-/** Fails the next iptables-restore by appending a line the kernel refuses. */
-class FlakyRunner implements CommandRunner {
-  failNext = false;
-  constructor(private readonly inner: CommandRunner) {}
-  run(command: string, args: readonly string[], options: ExecOptions = {}) {
-    if (this.failNext && command.endsWith('-restore') && options.input) {
-      this.failNext = false;
-      const input = options.input.replace(/COMMIT\n$/, '-A KUBE-SERVICES -j NO-SUCH-CHAIN\nCOMMIT\n');
-      return this.inner.run(command, args, { ...options, input });
-    }
-    return this.inner.run(command, args, options);
-  }
-}
-
-function tracker() {
-  const t = new ChangeTracker(defaultNodeContext(CONFORMANCE_NODE), createLogger({ sink: () => undefined }));
-  for (const s of conformanceServices()) t.upsertService(s);
-  for (const s of conformanceSlices()) t.upsertEndpointSlice(s);
-  return t;
-}
+/** A restore the kernel refuses: a jump to a chain that does not exist, before the last COMMIT. */
+const refusedRestore = (input: string) =>
+  input.replace(/COMMIT\n$/, '-A KUBE-SERVICES -j NO-SUCH-CHAIN\nCOMMIT\n');
+const faulty = (netns: string) =>
+  new FaultyRunner(new HostCommandRunner(netns), {
+    isTransaction: (command) => command.endsWith('-restore'),
+    corrupt: refusedRestore,
+  });
 
 const ours = (save: string) =>
   save
@@ -63,13 +40,13 @@ for (const mode of ['legacy', 'nft'] as IptablesMode[]) {
       const topo = await NetnsTopology.create({ backends: 0 });
       t.teardown(() => topo.destroy());
       const save = () => topo.exec(topo.node, `iptables-${mode}-save`);
-      const runner = new FlakyRunner(new HostCommandRunner(topo.node));
+      const runner = faulty(topo.node);
       const backend = new IptablesBackend({
         backend: mode,
         runner,
         logger: createLogger({ sink: () => undefined }),
       });
-      const tr = tracker();
+      const tr = conformanceTracker();
 
       await backend.sync(tr.commit().state, tr.commit().changes, true);
       const first = await save();
@@ -153,7 +130,7 @@ kernelTest('a flush of the tables is noticed by the canary at the next periodic 
     netns: topo.node,
     logger: createLogger({ sink: sink.sink }),
   });
-  const tr = tracker();
+  const tr = conformanceTracker();
   const c = tr.commit();
   await backend.sync(c.state, c.changes, true);
   const quiet = await backend.sync(tr.snapshot(), tr.commit().changes, false);

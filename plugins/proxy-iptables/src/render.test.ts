@@ -1,23 +1,18 @@
 import test from 'ava';
 import { createLogger } from '@nodelet/kernel';
-import { ChangeTracker, defaultNodeContext } from '@nodelet/proxy';
-import { CONFORMANCE_NODE, conformanceServices, conformanceSlices } from '@nodelet/proxy/testing';
+import { ChangeTracker } from '@nodelet/proxy';
+import {
+  conformanceServices,
+  conformanceSlices,
+  conformanceTracker,
+  GOLDEN_NODE,
+} from '@nodelet/proxy/testing';
 import { cleanupRestore, renderIptables } from './backend.js';
 import { parseSave } from './iptables.js';
 import { IptablesRenderer } from './render.js';
 
-const node = {
-  ...defaultNodeContext(CONFORMANCE_NODE),
-  nodeIPs: ['192.168.0.2'],
-  clusterCIDR: '10.244.0.0/16',
-};
-
-function loaded() {
-  const tracker = new ChangeTracker(node, createLogger({ sink: () => undefined }));
-  for (const s of conformanceServices()) tracker.upsertService(s);
-  for (const s of conformanceSlices()) tracker.upsertEndpointSlice(s);
-  return tracker;
-}
+/** The conformance fixtures on the node the golden files are rendered for. */
+const loaded = () => conformanceTracker(GOLDEN_NODE);
 
 test('statistic probabilities are 1/(n-i) with 10 decimals; the last rule is unconditional', (t) => {
   const text = renderIptables(loaded().commit().state);
@@ -95,7 +90,7 @@ test('a service losing its last endpoint moves from nat DNAT to a filter REJECT'
 });
 
 test('large clusters leave out per-endpoint comments', (t) => {
-  const tracker = new ChangeTracker(node, createLogger({ sink: () => undefined }));
+  const tracker = new ChangeTracker(GOLDEN_NODE, createLogger({ sink: () => undefined }));
   tracker.upsertService({
     kind: 'Service',
     metadata: { name: 'big', namespace: 'ns' },

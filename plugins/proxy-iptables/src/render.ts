@@ -1,14 +1,14 @@
 import {
   type ChangeSet,
   cidrContains,
-  externallyAccessible,
+  type EndpointSelection,
+  type NoEndpointAction,
   type NodeContext,
   nodePortIPs,
   type ProxyState,
   type ServicePortState,
+  selectEndpoints,
   sortedServicePorts,
-  usesClusterEndpoints,
-  usesLocalEndpoints,
 } from '@nodelet/proxy';
 import {
   endpointChain,
@@ -29,65 +29,98 @@ import {
   serviceChain,
   serviceLocalChain,
 } from './chains.js';
+import { ChunkWriter, sameSpan, type Span, TextArena } from './text-arena.js';
 
 /** Above this many endpoints, per-endpoint comments are left out (upstream's "large cluster mode"). */
 export const LARGE_CLUSTER_ENDPOINTS = 1000;
 
-/** The rules one service port contributes, by the chain they go to. */
-interface ServiceBlock {
-  /** nat chains this service port owns (SVC, SVL, EXT, FW, SEP), in the order they are written. */
-  chains: string[];
-  /** The `-A` lines of each of those chains, as one text per chain. */
-  chainRules: Map<string, string>;
-  /** How many `-A` lines `chainRules` holds. */
-  ruleCount: number;
-  natServices: string[];
-  natNodePorts: string[];
-  filterServices: string[];
-  filterExternal: string[];
-  filterNodePorts: string[];
-  filterFirewall: string[];
+/** Output is handed on in chunks of about this size while a full render streams. */
+const CHUNK_BYTES = 64 * 1024;
+
+/** The rules one service port contributes (a renderer's bookkeeping; read-only outside it). */
+export interface ServiceBlock {
+  readonly port: ServicePortState;
+  readonly sel: EndpointSelection;
+  /** Service, service-local, external and firewall chain names of this port. */
+  readonly svc: string;
+  readonly svl: string;
+  readonly ext: string;
+  readonly fw: string;
+  readonly usesFirewall: boolean;
+  /** nat chains this service port owns (EXT, FW, SVC, SVL, SEP), in the order they are written. */
+  readonly chains: string[];
+  /** The rules of all those chains once rendered (`writeBody`), one range of an arena… */
+  body: Span | undefined;
+  /** …and where each chain's rules are in it: chain i is bytes [offsets[i], offsets[i + 1]) of the
+   * body, holding lineCounts[i] rules. (Two small arrays, not one object per chain.) */
+  offsets: Uint32Array | undefined;
+  lineCounts: Uint32Array | undefined;
+  /** Position of each chain in `chains`, built when a large block is first searched. */
+  chainIndex?: Map<string, number>;
+  readonly natServices: string[];
+  readonly natNodePorts: string[];
+  readonly filterServices: string[];
+  readonly filterExternal: string[];
+  readonly filterNodePorts: string[];
+  readonly filterFirewall: string[];
+}
+
+/** What the kernel has, from iptables-save: needed by full renders only. */
+export interface KernelState {
+  /** Per-service chains present in the kernel; deleted when unused. */
+  existingChains?: ReadonlySet<string>;
+  /** Jump rules missing from the built-in chains; inserted in the same transaction. */
+  missingJumps?: readonly JumpRule[];
+}
+
+export interface RenderInput extends KernelState {
+  state: ProxyState;
+  changes: ChangeSet;
+  full: boolean;
 }
 
 export interface RenderOutput {
-  /** iptables-restore input; '' when nothing needs writing. */
-  text: string;
+  /** iptables-restore input, as byte chunks in order; empty when nothing needs writing. */
+  chunks: Buffer[];
+  /** Total bytes of `chunks`. */
+  bytes: number;
+  /** The input as one string (for tests, golden files and error messages). */
+  readonly text: string;
   full: boolean;
   /** Top-level chain contents of this render, keyed `table chain`. */
   topLevel: Map<string, string>;
-  /** Every per-service nat chain the rules now use, with its rules. */
-  activeChains: Map<string, string>;
+  /** Every service port's chains and rules after this render, by service port name. */
+  blocks: ReadonlyMap<string, ServiceBlock>;
   /** Chain lines (created or flushed) and rule lines written. */
   chainsWritten: number;
   rulesWritten: number;
   deletedChains: string[];
 }
 
-export interface RenderInput {
-  state: ProxyState;
-  changes: ChangeSet;
-  full: boolean;
-  /** Per-service chains present in the kernel (from iptables-save); deleted when unused. Full syncs only. */
-  existingChains?: ReadonlySet<string>;
-  /** Jump rules missing from the built-in chains; inserted in the same transaction. */
-  missingJumps?: readonly JumpRule[];
-}
+/** Yielded once by a full render's steps before the first line that depends on the kernel's rules. */
+export const NEED_KERNEL_STATE = Symbol('need kernel state');
+export type RenderStep = Buffer[] | typeof NEED_KERNEL_STATE;
 
 const quote = (s: string) => (/[\s"]/.test(s) ? `"${s.replace(/"/g, '\\"')}"` : s);
 const comment = (s: string) => `-m comment --comment ${quote(s)}`;
-const probability = (n: number) => (1 / n).toFixed(10);
+const probabilities: string[] = [];
+/** `1/n` with 10 decimals, remembered: the same few values recur in every service chain. */
+const probability = (n: number) => (probabilities[n] ??= (1 / n).toFixed(10));
 
 /**
  * Renders upstream-shaped iptables rules (filter + nat) as iptables-restore input, and remembers what it
  * rendered so the next render can be partial (KEP-3453): only the chains of changed service ports, only
  * the top-level chains whose content changed, and deletion of the chains nothing uses any more. After a
  * successful restore call `applied(output)`; after a failed one `reset()`, which makes the next render full.
+ *
+ * A full render can be consumed as `steps()`: its output comes in chunks while the per-service rules are
+ * still being rendered, so a restore reading them parses the beginning while the rest is produced.
  */
 export class IptablesRenderer {
-  private readonly blocks = new Map<string, ServiceBlock>();
+  private blocks = new Map<string, ServiceBlock>();
   private appliedTop: Map<string, string> | undefined;
-  /** Per-service chains in the kernel and their rules, as last applied. */
-  private appliedChains = new Map<string, string>();
+  /** Each service port's chains and their rules in the kernel, as last applied. */
+  private appliedBlocks: ReadonlyMap<string, ServiceBlock> = new Map();
   private largeClusterMode = false;
 
   /** Whether a partial render is possible (a full one was applied and nothing failed since). */
@@ -95,37 +128,64 @@ export class IptablesRenderer {
     return this.appliedTop !== undefined;
   }
 
+  /** The whole render at once; a full render takes the kernel state from `input`. */
   render(input: RenderInput): RenderOutput {
+    const steps = this.steps(input);
+    let r = steps.next();
+    while (!r.done) r = steps.next(r.value === NEED_KERNEL_STATE ? input : undefined);
+    return r.value;
+  }
+
+  /**
+   * The render, step by step: yields chunks of output as they are ready (every output chunk is also in
+   * the returned output), and, in a full render, `NEED_KERNEL_STATE` once before anything that depends
+   * on the kernel's rules — answer it with `next(kernelState)`. Abandoning the steps midway leaves the
+   * renderer needing `reset()`.
+   */
+  *steps(input: RenderInput): Generator<RenderStep, RenderOutput, KernelState | undefined> {
     const { state, changes } = input;
     let full = input.full || !this.appliedTop;
-    const totalEndpoints = [...state.servicePorts.values()].reduce((n, p) => n + p.endpoints.length, 0);
+    let totalEndpoints = 0;
+    for (const p of state.servicePorts.values()) totalEndpoints += p.endpoints.length;
     const large = totalEndpoints > LARGE_CLUSTER_ENDPOINTS;
     if (large !== this.largeClusterMode) {
       this.largeClusterMode = large;
       full = true;
     }
     const mark = `0x${(1 << state.node.masqueradeBit).toString(16)}`;
-    const rerendered = new Set<string>();
+    const sorted = sortedServicePorts(state);
+    const arena = new TextArena();
+    /** Blocks planned anew by this render, in rule order. */
+    const rerendered: ServiceBlock[] = [];
     if (full) {
-      this.blocks.clear();
-      for (const p of state.servicePorts.values()) {
-        this.blocks.set(p.name, renderBlock(p, state.node, large));
-        rerendered.add(p.name);
+      // Until this render is applied, nothing partial may build on the blocks it replaces.
+      this.appliedTop = undefined;
+      this.blocks = new Map();
+      for (const p of sorted) {
+        const b = planBlock(p);
+        this.blocks.set(p.name, b);
+        rerendered.push(b);
       }
     } else {
+      this.blocks = new Map(this.blocks); // the applied render keeps the blocks it applied
       for (const name of changes.removed) this.blocks.delete(name);
-      for (const name of changes.updated) {
-        const p = state.servicePorts.get(name);
-        if (!p) continue;
-        this.blocks.set(name, renderBlock(p, state.node, large));
-        rerendered.add(name);
+      for (const p of sorted) {
+        if (!changes.updated.has(p.name)) continue;
+        const b = planBlock(p);
+        writeBody(b, state.node, large, arena);
+        this.blocks.set(p.name, b);
+        rerendered.push(b);
       }
     }
+    const ordered = sorted.map((p) => this.blocks.get(p.name)!);
 
-    const ordered = sortedServicePorts(state).map((p) => this.blocks.get(p.name)!);
     const top = new Map<string, string[]>();
     const put = (table: string, chain: string, lines: string[]) => top.set(`${table} ${chain}`, lines);
-    const collect = (pick: (b: ServiceBlock) => string[]) => ordered.flatMap(pick);
+    const collect = (pick: (b: ServiceBlock) => string[]) => {
+      const out: string[] = [];
+      for (const b of ordered) for (const l of pick(b)) out.push(l);
+      return out;
+    };
     put(
       'filter',
       KUBE_SERVICES,
@@ -164,83 +224,119 @@ export class IptablesRenderer {
       collect((b) => b.natNodePorts),
     );
 
-    const topLevel = new Map([...top].map(([k, lines]) => [k, lines.join('\n')]));
+    const topLevel = new Map<string, string>();
+    for (const [k, lines] of top) topLevel.set(k, lines.join('\n'));
     const changedTop = (key: string) => full || this.appliedTop!.get(key) !== topLevel.get(key);
 
-    const activeChains = new Map<string, string>();
-    for (const b of ordered) for (const c of b.chains) activeChains.set(c, b.chainRules.get(c) ?? '');
-    const stale = new Set<string>();
-    const known = full ? (input.existingChains ?? new Set<string>()) : this.appliedChains.keys();
-    for (const c of known) if (isServiceChain(c) && !activeChains.has(c)) stale.add(c);
-    if (full) for (const c of this.appliedChains.keys()) if (!activeChains.has(c)) stale.add(c);
-
-    const out: string[] = [];
+    const out = new ChunkWriter();
+    const all: Buffer[] = [];
+    const take = () => {
+      const chunks = out.take();
+      for (const c of chunks) all.push(c);
+      return chunks;
+    };
     let chainsWritten = 0;
     let rulesWritten = 0;
-    const jumps = input.missingJumps ?? [];
-    for (const table of ['filter', 'nat'] as const) {
-      const tops = table === 'filter' ? FILTER_CHAINS : NAT_CHAINS;
-      const topChanged = tops.filter((c) => changedTop(`${table} ${c}`));
-      const tableJumps = jumps.filter((j) => j.table === table);
-      const serviceChains: string[] = [];
-      const serviceRules: string[] = [];
-      let serviceRuleCount = 0;
-      if (table === 'nat') {
-        // Only chains whose rules differ from what the kernel has: an endpoint change rewrites the
-        // service chain and adds one endpoint chain, not every endpoint chain of that service.
-        for (const p of sortedServicePorts(state)) {
-          if (!rerendered.has(p.name)) continue;
-          const b = this.blocks.get(p.name)!;
-          for (const c of b.chains) {
-            const text = b.chainRules.get(c) ?? '';
-            if (!full && this.appliedChains.get(c) === text) continue;
-            serviceChains.push(c);
-            if (text) {
-              serviceRules.push(text);
-              serviceRuleCount += full ? 0 : text.split('\n').length;
-            }
-          }
-        }
-      }
-      const staleHere = table === 'nat' ? [...stale].sort() : [];
-      if (
-        topChanged.length === 0 &&
-        tableJumps.length === 0 &&
-        serviceChains.length === 0 &&
-        staleHere.length === 0
-      ) {
-        continue;
-      }
-      out.push(`*${table}`);
-      for (const c of topChanged) out.push(`:${c} - [0:0]`);
-      for (const c of serviceChains) out.push(`:${c} - [0:0]`);
-      for (const c of staleHere) out.push(`:${c} - [0:0]`);
-      chainsWritten += topChanged.length + serviceChains.length;
-      for (const j of tableJumps) {
-        out.push(`-I ${j.from} 1${j.extra ? ` ${j.extra}` : ''} ${comment(j.comment)} -j ${j.to}`);
-        rulesWritten++;
-      }
-      for (const c of topChanged) {
+    const writeTops = (table: string, chains: readonly string[]) => {
+      for (const c of chains) {
         const lines = top.get(`${table} ${c}`)!;
-        for (const l of lines) out.push(l);
+        for (const l of lines) out.line(l);
         rulesWritten += lines.length;
       }
-      for (const r of serviceRules) out.push(r);
-      rulesWritten +=
-        full && table === 'nat' ? ordered.reduce((n, b) => n + b.ruleCount, 0) : serviceRuleCount;
-      for (const c of staleHere) out.push(`-X ${c}`);
-      out.push('COMMIT');
+    };
+    const writeJumps = (jumps: readonly JumpRule[]) => {
+      for (const j of jumps) {
+        out.line(`-I ${j.from} 1${j.extra ? ` ${j.extra}` : ''} ${comment(j.comment)} -j ${j.to}`);
+        rulesWritten++;
+      }
+    };
+    // Everything that depends on the kernel's rules (stale chains, missing jumps) comes last in its
+    // table, and nat (the bulk) comes first: a full sync streams nearly all of its output before it
+    // needs what iptables-save found. (A table's lines may come in any order before its COMMIT.)
+    let kernel: KernelState = input;
+    let stale = full ? new Set<string>() : this.staleAfterPartial(changes);
+
+    // nat. Partial: only chains whose rules differ from what the kernel has (an endpoint change
+    // rewrites the service chain and adds one endpoint chain, not every endpoint chain of the
+    // service). Full: every chain, its rules rendered after the declarations, while the output streams.
+    const natTops = NAT_CHAINS.filter((c) => changedTop(`nat ${c}`));
+    const serviceChains: string[] = [];
+    const serviceSpans: Span[] = [];
+    for (const b of rerendered) {
+      for (let i = 0; i < b.chains.length; i++) {
+        const c = b.chains[i]!;
+        if (!full) {
+          const span = chainSpan(b, i);
+          if (sameSpan(appliedBody(this.appliedBlocks.get(b.port.name), c), span)) continue;
+          serviceSpans.push(span);
+        }
+        serviceChains.push(c);
+      }
+    }
+    const natJumps = () => (kernel.missingJumps ?? []).filter((j) => j.table === 'nat');
+    if (full || natTops.length + serviceChains.length + stale.size + natJumps().length > 0) {
+      out.line('*nat');
+      for (const c of natTops) out.declare(c);
+      for (const c of serviceChains) out.declare(c);
+      chainsWritten += natTops.length + serviceChains.length;
+      writeTops('nat', natTops);
+      if (full) {
+        yield take();
+        for (const b of rerendered) {
+          writeBody(b, state.node, large, arena);
+          out.span(b.body!);
+          rulesWritten += b.body!.lines;
+          if (out.pending >= CHUNK_BYTES) yield take();
+        }
+        yield take();
+        kernel = (yield NEED_KERNEL_STATE) ?? {};
+        stale = this.staleAfterFull(ordered, kernel);
+      }
+      for (const span of serviceSpans) {
+        out.span(span);
+        rulesWritten += span.lines;
+      }
+      // A stale chain is flushed (its chain line), then deleted.
+      const staleSorted = [...stale].sort();
+      for (const c of staleSorted) out.declare(c);
+      for (const c of staleSorted) out.line(`-X ${c}`);
+      writeJumps(natJumps());
+      out.line('COMMIT');
+    }
+
+    // filter: the top-level chains only (REJECT/DROP for services without endpoints, firewalls).
+    const filterTops = FILTER_CHAINS.filter((c) => changedTop(`filter ${c}`));
+    const filterJumps = (kernel.missingJumps ?? []).filter((j) => j.table === 'filter');
+    if (filterTops.length + filterJumps.length > 0) {
+      out.line('*filter');
+      for (const c of filterTops) out.declare(c);
+      chainsWritten += filterTops.length;
+      writeTops('filter', filterTops);
+      writeJumps(filterJumps);
+      out.line('COMMIT');
     }
     if (full) {
       // The canary: an empty chain whose disappearance means someone flushed the tables (upstream's
       // KUBE-PROXY-CANARY). Partial syncs check it and turn into a full sync when it is gone.
-      out.push('*mangle', `:${KUBE_PROXY_CANARY} - [0:0]`, 'COMMIT');
+      out.line('*mangle');
+      out.declare(KUBE_PROXY_CANARY);
+      out.line('COMMIT');
     }
+    const last = take();
+    if (last.length > 0) yield last;
+
+    let bytes = 0;
+    for (const c of all) bytes += c.length;
+    let text: string | undefined;
     return {
-      text: out.length > 0 ? out.join('\n') + '\n' : '',
+      chunks: all,
+      bytes,
+      get text() {
+        return (text ??= Buffer.concat(all).toString('utf8'));
+      },
       full,
       topLevel,
-      activeChains,
+      blocks: this.blocks,
       chainsWritten,
       rulesWritten,
       deletedChains: [...stale].sort(),
@@ -250,13 +346,69 @@ export class IptablesRenderer {
   /** Records that `output` is now in the kernel: the base for the next partial render. */
   applied(output: RenderOutput): void {
     this.appliedTop = output.topLevel;
-    this.appliedChains = output.activeChains;
+    this.appliedBlocks = output.blocks;
   }
 
   /** Forgets what was applied: the next render is full. */
   reset(): void {
     this.appliedTop = undefined;
   }
+
+  /**
+   * Per-service chains to delete after a full render: those the kernel has (iptables-save) or that the
+   * last applied render wrote, and that no service port uses now.
+   */
+  private staleAfterFull(ordered: readonly ServiceBlock[], kernel: KernelState): Set<string> {
+    const candidates: string[] = [];
+    for (const c of kernel.existingChains ?? []) if (isServiceChain(c)) candidates.push(c);
+    for (const b of this.appliedBlocks.values()) for (const c of b.chains) candidates.push(c);
+    const stale = new Set<string>();
+    if (candidates.length === 0) return stale; // a fresh table: no need to index the active chains
+    const active = new Set<string>();
+    for (const b of ordered) for (const c of b.chains) active.add(c);
+    for (const c of candidates) if (!active.has(c)) stale.add(c);
+    return stale;
+  }
+
+  /**
+   * Per-service chains to delete after a partial render: chains of changed or removed service ports
+   * that their new rules no longer use (a chain name belongs to one service port: it hashes its name).
+   */
+  private staleAfterPartial(changes: ChangeSet): Set<string> {
+    const stale = new Set<string>();
+    for (const names of [changes.removed, changes.updated]) {
+      for (const name of names) {
+        const before = this.appliedBlocks.get(name);
+        if (!before) continue;
+        const now = new Set(this.blocks.get(name)?.chains);
+        for (const c of before.chains) if (!now.has(c)) stale.add(c);
+      }
+    }
+    return stale;
+  }
+}
+
+/** The rules `chain` had in an applied block; undefined when that block did not have the chain. */
+function appliedBody(block: ServiceBlock | undefined, chain: string): Span | undefined {
+  if (!block?.body) return undefined;
+  let i: number | undefined;
+  if (block.chains.length <= 16) i = block.chains.indexOf(chain);
+  else {
+    block.chainIndex ??= new Map(block.chains.map((c, k) => [c, k]));
+    i = block.chainIndex.get(chain);
+  }
+  return i === undefined || i < 0 ? undefined : chainSpan(block, i);
+}
+
+/** The rules of chain `i` of a rendered block. */
+function chainSpan(b: ServiceBlock, i: number): Span {
+  const body = b.body!;
+  return {
+    block: body.block,
+    start: body.start + b.offsets![i]!,
+    end: body.start + b.offsets![i + 1]!,
+    lines: b.lineCounts![i]!,
+  };
 }
 
 function nodePortsTail(node: NodeContext): string[] {
@@ -269,12 +421,34 @@ function nodePortsTail(node: NodeContext): string[] {
     .map((ip) => `-A ${KUBE_SERVICES} ${c} -d ${ip} -j ${KUBE_NODEPORTS}`);
 }
 
-/** The rules of one service port, following upstream's syncProxyRules for that port. */
-export function renderBlock(p: ServicePortState, node: NodeContext, large: boolean): ServiceBlock {
+/** What a traffic policy without endpoints does: [target, comment]. */
+function noEndpointRule(name: string, action: NoEndpointAction): [string, string] {
+  return action === 'reject'
+    ? ['REJECT', `${name} has no endpoints`]
+    : ['DROP', `${name} has no local endpoints`];
+}
+
+/**
+ * The chains of one service port and its rules in the top-level chains, following upstream's
+ * syncProxyRules for that port. Cheap (one or a few lines): the per-service chains' rules, the bulk of
+ * the output, are rendered by `writeBody`.
+ */
+function planBlock(p: ServicePortState): ServiceBlock {
+  const sel = selectEndpoints(p);
+  const name = p.name;
+  const proto = p.protocol.toLowerCase();
   const b: ServiceBlock = {
+    port: p,
+    sel,
+    svc: serviceChain(p),
+    svl: serviceLocalChain(p),
+    ext: externalChain(p),
+    fw: firewallChain(p),
+    usesFirewall: p.hasEndpoints && p.loadBalancerIPs.length > 0 && p.loadBalancerSourceRanges.length > 0,
     chains: [],
-    chainRules: new Map(),
-    ruleCount: 0,
+    body: undefined,
+    offsets: undefined,
+    lineCounts: undefined,
     natServices: [],
     natNodePorts: [],
     filterServices: [],
@@ -282,67 +456,30 @@ export function renderBlock(p: ServicePortState, node: NodeContext, large: boole
     filterNodePorts: [],
     filterFirewall: [],
   };
-  const proto = p.protocol.toLowerCase();
-  const name = p.name;
-  const add = (chain: string, rule: string) => {
-    const prev = b.chainRules.get(chain);
-    b.chainRules.set(chain, prev === undefined ? rule : `${prev}\n${rule}`);
-    b.ruleCount++;
-  };
   const match = (ip: string, port: number) => `-m ${proto} -p ${proto} -d ${ip} --dport ${port}`;
-  const svcChain = serviceChain(p);
-  const svlChain = serviceLocalChain(p);
-  const extChain = externalChain(p);
-  const fwChain = firewallChain(p);
-
-  const usesCluster = p.clusterEndpoints.length > 0 && usesClusterEndpoints(p);
-  const usesLocal = p.localEndpoints.length > 0 && usesLocalEndpoints(p);
-  const internalChain = p.internalPolicyLocal ? svlChain : svcChain;
-  const hasInternal = p.hasEndpoints && (!p.internalPolicyLocal || p.localEndpoints.length > 0);
-  const externalPolicyChain = p.externalPolicyLocal ? svlChain : svcChain;
-  const hasExternal = p.hasEndpoints && (!p.externalPolicyLocal || p.localEndpoints.length > 0);
-  const usesExt = p.hasEndpoints && externallyAccessible(p);
-  const usesFW = p.hasEndpoints && p.loadBalancerIPs.length > 0 && p.loadBalancerSourceRanges.length > 0;
-  const lbChain = usesFW ? fwChain : extChain;
-
-  let internalTarget = '';
-  let internalComment = '';
-  let externalTarget = '';
-  let externalComment = '';
-  if (!p.hasEndpoints) {
-    internalTarget = externalTarget = 'REJECT';
-    internalComment = externalComment = `${name} has no endpoints`;
-  } else {
-    if (!hasInternal) {
-      internalTarget = 'DROP';
-      internalComment = `${name} has no local endpoints`;
-    }
-    if (!hasExternal) {
-      externalTarget = 'DROP';
-      externalComment = `${name} has no local endpoints`;
-    }
-  }
+  const internalChain = p.internalPolicyLocal ? b.svl : b.svc;
+  const lbChain = b.usesFirewall ? b.fw : b.ext;
+  const external = sel.externalNoEndpoints && noEndpointRule(name, sel.externalNoEndpoints);
 
   // Capture the cluster IP.
-  if (hasInternal) {
+  if (!sel.internalNoEndpoints) {
     b.natServices.push(
       `-A ${KUBE_SERVICES} ${comment(`${name} cluster IP`)} ${match(p.clusterIP, p.port)} -j ${internalChain}`,
     );
   } else {
-    b.filterServices.push(
-      `-A ${KUBE_SERVICES} ${comment(internalComment)} ${match(p.clusterIP, p.port)} -j ${internalTarget}`,
-    );
+    const [target, why] = noEndpointRule(name, sel.internalNoEndpoints);
+    b.filterServices.push(`-A ${KUBE_SERVICES} ${comment(why)} ${match(p.clusterIP, p.port)} -j ${target}`);
   }
   // External IPs.
   for (const ip of p.externalIPs) {
     if (p.hasEndpoints) {
       b.natServices.push(
-        `-A ${KUBE_SERVICES} ${comment(`${name} external IP`)} ${match(ip, p.port)} -j ${extChain}`,
+        `-A ${KUBE_SERVICES} ${comment(`${name} external IP`)} ${match(ip, p.port)} -j ${b.ext}`,
       );
     }
-    if (!hasExternal) {
+    if (external) {
       b.filterExternal.push(
-        `-A ${KUBE_EXTERNAL_SERVICES} ${comment(externalComment)} ${match(ip, p.port)} -j ${externalTarget}`,
+        `-A ${KUBE_EXTERNAL_SERVICES} ${comment(external[1])} ${match(ip, p.port)} -j ${external[0]}`,
       );
     }
   }
@@ -353,16 +490,16 @@ export function renderBlock(p: ServicePortState, node: NodeContext, large: boole
         `-A ${KUBE_SERVICES} ${comment(`${name} loadbalancer IP`)} ${match(ip, p.port)} -j ${lbChain}`,
       );
     }
-    if (usesFW) {
+    if (b.usesFirewall) {
       b.filterFirewall.push(
-        `-A ${KUBE_PROXY_FIREWALL} ${comment(`${name} traffic not accepted by ${fwChain}`)} ${match(ip, p.port)} -j DROP`,
+        `-A ${KUBE_PROXY_FIREWALL} ${comment(`${name} traffic not accepted by ${b.fw}`)} ${match(ip, p.port)} -j DROP`,
       );
     }
   }
-  if (!hasExternal) {
+  if (external) {
     for (const ip of p.loadBalancerIPs) {
       b.filterExternal.push(
-        `-A ${KUBE_EXTERNAL_SERVICES} ${comment(externalComment)} ${match(ip, p.port)} -j ${externalTarget}`,
+        `-A ${KUBE_EXTERNAL_SERVICES} ${comment(external[1])} ${match(ip, p.port)} -j ${external[0]}`,
       );
     }
   }
@@ -370,12 +507,12 @@ export function renderBlock(p: ServicePortState, node: NodeContext, large: boole
   if (p.nodePort > 0) {
     if (p.hasEndpoints) {
       b.natNodePorts.push(
-        `-A ${KUBE_NODEPORTS} ${comment(name)} -m ${proto} -p ${proto} --dport ${p.nodePort} -j ${extChain}`,
+        `-A ${KUBE_NODEPORTS} ${comment(name)} -m ${proto} -p ${proto} --dport ${p.nodePort} -j ${b.ext}`,
       );
     }
-    if (!hasExternal) {
+    if (external) {
       b.filterExternal.push(
-        `-A ${KUBE_EXTERNAL_SERVICES} ${comment(externalComment)} -m addrtype --dst-type LOCAL -m ${proto} -p ${proto} --dport ${p.nodePort} -j ${externalTarget}`,
+        `-A ${KUBE_EXTERNAL_SERVICES} ${comment(external[1])} -m addrtype --dst-type LOCAL -m ${proto} -p ${proto} --dport ${p.nodePort} -j ${external[0]}`,
       );
     }
   }
@@ -385,97 +522,157 @@ export function renderBlock(p: ServicePortState, node: NodeContext, large: boole
     );
   }
 
-  // Masquerade off-cluster traffic to the cluster IP.
-  if (hasInternal) {
-    const base = `-A ${internalChain} ${comment(`${name} cluster IP`)} ${match(p.clusterIP, p.port)}`;
-    if (node.masqueradeAll) add(internalChain, `${base} -j ${KUBE_MARK_MASQ}`);
-    else if (node.clusterCIDR) add(internalChain, `${base} ! -s ${node.clusterCIDR} -j ${KUBE_MARK_MASQ}`);
-  }
-  // The external-destinations chain.
-  if (usesExt) {
-    b.chains.push(extChain);
-    if (!p.externalPolicyLocal) {
-      add(
-        extChain,
-        `-A ${extChain} ${comment(`masquerade traffic for ${name} external destinations`)} -j ${KUBE_MARK_MASQ}`,
-      );
-    } else {
-      if (node.clusterCIDR) {
-        add(
-          extChain,
-          `-A ${extChain} ${comment(`pod traffic for ${name} external destinations`)} -s ${node.clusterCIDR} -j ${svcChain}`,
-        );
-      }
-      add(
-        extChain,
-        `-A ${extChain} ${comment(`masquerade LOCAL traffic for ${name} external destinations`)} -m addrtype --src-type LOCAL -j ${KUBE_MARK_MASQ}`,
-      );
-      add(
-        extChain,
-        `-A ${extChain} ${comment(`route LOCAL traffic for ${name} external destinations`)} -m addrtype --src-type LOCAL -j ${svcChain}`,
-      );
-    }
-    if (hasExternal) add(extChain, `-A ${extChain} -j ${externalPolicyChain}`);
-  }
-  // The load-balancer source-range firewall chain.
-  if (usesFW) {
-    b.chains.push(fwChain);
-    const head = `-A ${fwChain} ${comment(`${name} loadbalancer IP`)}`;
-    let allowFromNode = false;
-    for (const cidr of p.loadBalancerSourceRanges) {
-      add(fwChain, `${head} -s ${cidr} -j ${extChain}`);
-      if (node.nodeIPs.some((ip) => cidrContains(cidr, ip))) allowFromNode = true;
-    }
-    if (allowFromNode) for (const ip of p.loadBalancerIPs) add(fwChain, `${head} -s ${ip} -j ${extChain}`);
-    add(
-      fwChain,
-      `-A ${fwChain} ${comment(`other traffic to ${name} will be dropped by KUBE-PROXY-FIREWALL`)}`,
-    );
-  }
-  if (usesCluster) {
-    b.chains.push(svcChain);
-    writeServiceToEndpoints(b, p, svcChain, p.clusterEndpoints, large);
-  }
-  if (usesLocal) {
-    b.chains.push(svlChain);
-    writeServiceToEndpoints(b, p, svlChain, p.localEndpoints, large);
-  }
-  for (const ep of p.allReachableEndpoints) {
-    const sep = endpointChain(p, ep);
-    b.chains.push(sep);
-    const head = `-A ${sep}${large ? '' : ` ${comment(name)}`}`;
-    add(sep, `${head} -s ${ep.ip} -j ${KUBE_MARK_MASQ}`);
-    const affinity = p.sessionAffinity === 'ClientIP' ? ` -m recent --name ${sep} --set` : '';
-    add(sep, `${head}${affinity} -m ${proto} -p ${proto} -j DNAT --to-destination ${ep.endpoint}`);
-  }
+  if (sel.externalEntry) b.chains.push(b.ext);
+  if (b.usesFirewall) b.chains.push(b.fw);
+  if (sel.dispatchesCluster) b.chains.push(b.svc);
+  if (sel.dispatchesLocal) b.chains.push(b.svl);
+  for (const ep of p.allReachableEndpoints) b.chains.push(endpointChain(p, ep));
   return b;
 }
 
-function writeServiceToEndpoints(
-  b: ServiceBlock,
+/**
+ * Renders the rules of a block's chains into `arena` as one range, chain after chain in the order of
+ * `b.chains`, so consecutive blocks make one contiguous range of output. The rules repeated per endpoint (the bulk)
+ * are written piece by piece; the others as one string each.
+ */
+function writeBody(b: ServiceBlock, node: NodeContext, large: boolean, arena: TextArena): void {
+  const p = b.port;
+  const { sel, svc, svl, ext, fw } = b;
+  const name = p.name;
+  const proto = p.protocol.toLowerCase();
+  const firstSep = b.chains.length - p.allReachableEndpoints.length;
+  const sepNames = b.chains.slice(firstSep);
+  const offsets = new Uint32Array(b.chains.length + 1);
+  const lineCounts = new Uint32Array(b.chains.length);
+  let ruleCount = 0;
+  arena.begin();
+
+  // Masquerade off-cluster traffic to the cluster IP: the first rule of the internal policy's chain.
+  let masquerade: string | undefined;
+  const internalChain = p.internalPolicyLocal ? svl : svc;
+  if (!sel.internalNoEndpoints) {
+    const base = `-A ${internalChain} ${comment(`${name} cluster IP`)} -m ${proto} -p ${proto} -d ${p.clusterIP} --dport ${p.port}`;
+    if (node.masqueradeAll) masquerade = `${base} -j ${KUBE_MARK_MASQ}`;
+    else if (node.clusterCIDR) masquerade = `${base} ! -s ${node.clusterCIDR} -j ${KUBE_MARK_MASQ}`;
+  }
+  for (let i = 0; i < firstSep; i++) {
+    const c = b.chains[i]!;
+    const lines: string[] = [];
+    if (c === internalChain && masquerade) lines.push(masquerade);
+    if (c === ext) {
+      // The external-destinations chain.
+      if (!p.externalPolicyLocal) {
+        lines.push(
+          `-A ${ext} ${comment(`masquerade traffic for ${name} external destinations`)} -j ${KUBE_MARK_MASQ}`,
+        );
+      } else {
+        if (node.clusterCIDR) {
+          lines.push(
+            `-A ${ext} ${comment(`pod traffic for ${name} external destinations`)} -s ${node.clusterCIDR} -j ${svc}`,
+          );
+        }
+        lines.push(
+          `-A ${ext} ${comment(`masquerade LOCAL traffic for ${name} external destinations`)} -m addrtype --src-type LOCAL -j ${KUBE_MARK_MASQ}`,
+          `-A ${ext} ${comment(`route LOCAL traffic for ${name} external destinations`)} -m addrtype --src-type LOCAL -j ${svc}`,
+        );
+      }
+      if (!sel.externalNoEndpoints) lines.push(`-A ${ext} -j ${p.externalPolicyLocal ? svl : svc}`);
+    } else if (c === fw) {
+      // The load-balancer source-range firewall chain.
+      const head = `-A ${fw} ${comment(`${name} loadbalancer IP`)}`;
+      let allowFromNode = false;
+      for (const cidr of p.loadBalancerSourceRanges) {
+        lines.push(`${head} -s ${cidr} -j ${ext}`);
+        if (node.nodeIPs.some((ip) => cidrContains(cidr, ip))) allowFromNode = true;
+      }
+      if (allowFromNode) for (const ip of p.loadBalancerIPs) lines.push(`${head} -s ${ip} -j ${ext}`);
+      lines.push(`-A ${fw} ${comment(`other traffic to ${name} will be dropped by KUBE-PROXY-FIREWALL`)}`);
+    }
+    offsets[i] = arena.written;
+    for (const l of lines) arena.line(l);
+    let count = lines.length;
+    if (c === svc) {
+      count += dispatch(
+        arena,
+        p,
+        svc,
+        p.clusterEndpoints,
+        endpointNames(p, p.clusterEndpoints, sepNames),
+        large,
+      );
+    } else if (c === svl) {
+      count += dispatch(arena, p, svl, p.localEndpoints, endpointNames(p, p.localEndpoints, sepNames), large);
+    }
+    lineCounts[i] = count;
+    ruleCount += count;
+  }
+  // One endpoint chain per reachable endpoint:
+  //   -A KUBE-SEP-X [-m comment --comment NAME] -s IP -j KUBE-MARK-MASQ
+  //   -A KUBE-SEP-X [-m comment --comment NAME] [-m recent --name KUBE-SEP-X --set] -m P -p P -j DNAT --to-destination IP:PORT
+  const sepHead = large ? '' : ` ${comment(name)}`;
+  const dnat = ` -m ${proto} -p ${proto} -j DNAT --to-destination `;
+  const affinity = p.sessionAffinity === 'ClientIP';
+  const endpoints = p.allReachableEndpoints;
+  for (let i = 0; i < endpoints.length; i++) {
+    const sep = sepNames[i]!;
+    const ep = endpoints[i]!;
+    offsets[firstSep + i] = arena.written;
+    arena.text('-A ').text(sep).text(sepHead).text(' -s ').text(ep.ip).line(MARK_MASQ_JUMP);
+    arena.text('-A ').text(sep).text(sepHead);
+    if (affinity) arena.text(' -m recent --name ').text(sep).text(' --set');
+    arena.text(dnat).line(ep.endpoint);
+    lineCounts[firstSep + i] = 2;
+    ruleCount += 2;
+  }
+  offsets[b.chains.length] = arena.written;
+  b.body = arena.end(ruleCount);
+  b.offsets = offsets;
+  b.lineCounts = lineCounts;
+}
+
+const MARK_MASQ_JUMP = ` -j ${KUBE_MARK_MASQ}`;
+
+/** Endpoint chain names of `endpoints`: those of the reachable endpoints when it is that same list. */
+function endpointNames(
+  p: ServicePortState,
+  endpoints: ServicePortState['endpoints'],
+  reachableNames: string[],
+): readonly string[] {
+  return endpoints === p.allReachableEndpoints ? reachableNames : endpoints.map((ep) => endpointChain(p, ep));
+}
+
+/**
+ * A service (or service-local) chain's dispatch, written into the open range of `arena`: affinity
+ * checks, then one rule per endpoint, each but the last taken with probability 1/(endpoints left).
+ * Returns the number of rules.
+ *
+ *   -A CHAIN [-m comment --comment "NAME -> IP:PORT"] -m recent --name SEP --rcheck --seconds T --reap -j SEP
+ *   -A CHAIN [-m comment --comment "NAME -> IP:PORT"] [-m statistic --mode random --probability P] -j SEP
+ */
+function dispatch(
+  arena: TextArena,
   p: ServicePortState,
   chain: string,
   endpoints: ServicePortState['endpoints'],
+  names: readonly string[],
   large: boolean,
-): void {
-  const c = (ep: { endpoint: string }) => (large ? '' : ` ${comment(`${p.name} -> ${ep.endpoint}`)}`);
-  const add = (target: string, rule: string) => {
-    const prev = b.chainRules.get(target);
-    b.chainRules.set(target, prev === undefined ? rule : `${prev}\n${rule}`);
-    b.ruleCount++;
+): number {
+  const n = endpoints.length;
+  const ruleHead = (i: number) => {
+    arena.text('-A ').text(chain);
+    if (!large) arena.text(' ').text(comment(`${p.name} -> ${endpoints[i]!.endpoint}`));
   };
   if (p.sessionAffinity === 'ClientIP') {
-    for (const ep of endpoints) {
-      const sep = endpointChain(p, ep);
-      add(
-        chain,
-        `-A ${chain}${c(ep)} -m recent --name ${sep} --rcheck --seconds ${p.stickyMaxAgeSeconds} --reap -j ${sep}`,
-      );
+    const check = ` --rcheck --seconds ${p.stickyMaxAgeSeconds} --reap -j `;
+    for (let i = 0; i < n; i++) {
+      ruleHead(i);
+      arena.text(' -m recent --name ').text(names[i]!).text(check).line(names[i]!);
     }
   }
-  const n = endpoints.length;
-  endpoints.forEach((ep, i) => {
-    const stat = i < n - 1 ? ` -m statistic --mode random --probability ${probability(n - i)}` : '';
-    add(chain, `-A ${chain}${c(ep)}${stat} -j ${endpointChain(p, ep)}`);
-  });
+  for (let i = 0; i < n; i++) {
+    ruleHead(i);
+    if (i < n - 1) arena.text(' -m statistic --mode random --probability ').text(probability(n - i));
+    arena.text(' -j ').line(names[i]!);
+  }
+  return (p.sessionAffinity === 'ClientIP' ? 2 : 1) * n;
 }

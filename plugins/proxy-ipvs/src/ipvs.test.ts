@@ -1,23 +1,18 @@
 import test from 'ava';
 import { createLogger, MemorySink } from '@nodelet/kernel';
-import { ChangeTracker, defaultNodeContext, RecordingRunner } from '@nodelet/proxy';
-import { CONFORMANCE_NODE, conformanceServices, conformanceSlices } from '@nodelet/proxy/testing';
+import { ChangeTracker, RecordingRunner } from '@nodelet/proxy';
+import {
+  conformanceServices,
+  conformanceSlices,
+  conformanceTracker,
+  GOLDEN_NODE,
+} from '@nodelet/proxy/testing';
 import { IpvsBackend } from './backend.js';
 import { ipvsadmDiff, parseIpvsadmSave } from './ipvsadm.js';
 import { renderIpvs, SCHEDULERS } from './render.js';
 
-const node = {
-  ...defaultNodeContext(CONFORMANCE_NODE),
-  nodeIPs: ['192.168.0.2'],
-  clusterCIDR: '10.244.0.0/16',
-};
-
-function state() {
-  const tracker = new ChangeTracker(node, createLogger({ sink: () => undefined }));
-  for (const s of conformanceServices()) tracker.upsertService(s);
-  for (const s of conformanceSlices()) tracker.upsertEndpointSlice(s);
-  return tracker.commit();
-}
+/** The conformance fixtures on the node the golden files are rendered for. */
+const state = () => conformanceTracker(GOLDEN_NODE).commit();
 
 test('each scheduler and ClientIP persistence', (t) => {
   for (const s of SCHEDULERS) {
@@ -107,7 +102,7 @@ test('with IPVS: kube-ipvs0, ipset restore, iptables-restore, then an ipvsadm di
 
   // A second, partial sync after one endpoint went away: ipset entries and real servers by difference.
   runner.calls.length = 0;
-  const tracker = new ChangeTracker(node, createLogger({ sink: () => undefined }));
+  const tracker = new ChangeTracker(GOLDEN_NODE, createLogger({ sink: () => undefined }));
   for (const x of conformanceServices()) tracker.upsertService(x);
   for (const x of conformanceSlices().filter((x) => x.metadata?.name !== 'web-fghij'))
     tracker.upsertEndpointSlice(x);

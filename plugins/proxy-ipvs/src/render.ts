@@ -4,6 +4,7 @@ import {
   nodePortIPs,
   type ProxyState,
   type ServicePortState,
+  selectEndpoints,
   sortedServicePorts,
 } from '@nodelet/proxy';
 
@@ -64,8 +65,9 @@ export function virtualServersOf(
   scheduler: Scheduler,
 ): VirtualServer[] {
   if (!p.hasEndpoints) return [];
-  const internal = reals(p.internalPolicyLocal ? p.localEndpoints : p.clusterEndpoints);
-  const external = reals(p.externalPolicyLocal ? p.localEndpoints : p.clusterEndpoints);
+  const sel = selectEndpoints(p);
+  const internal = reals(sel.internal);
+  const external = reals(sel.external);
   const base = {
     protocol: p.protocol,
     scheduler,

@@ -1,51 +1,18 @@
 import test from 'ava';
 import { createLogger } from '@nodelet/kernel';
+import { HostCommandRunner } from '@nodelet/proxy';
 import {
-  ChangeTracker,
-  type CommandRunner,
-  defaultNodeContext,
-  type ExecOptions,
-  HostCommandRunner,
-} from '@nodelet/proxy';
-import {
-  CONFORMANCE_NODE,
   conformanceServices,
   conformanceSlices,
+  conformanceTracker,
+  FaultyRunner,
+  kernelTests,
   NetnsTopology,
-  netnsSupport,
 } from '@nodelet/proxy/testing';
 import { NftablesBackend } from './backend.js';
 
 // Real nftables inside network namespaces this test creates; never the host's own namespace.
-const support = await netnsSupport();
-if (!support.ok) {
-  if (process.env.CI === 'true') {
-    test('nftables kernel tests need root and ip netns', (t) =>
-      t.fail(`CI=true but network namespaces are unavailable: ${support.reason}`));
-  } else {
-    console.log(`# proxy-nftables: skipping kernel tests (${support.reason})`);
-  }
-}
-const kernelTest = support.ok ? test.serial : test.serial.skip;
-
-class RecordingFlakyRunner implements CommandRunner {
-  failNext = false;
-  readonly transactions: string[] = [];
-  constructor(private readonly inner: CommandRunner) {}
-  run(command: string, args: readonly string[], options: ExecOptions = {}) {
-    if (command === 'nft' && args[0] === '-f' && options.input) {
-      this.transactions.push(options.input);
-      if (this.failNext) {
-        this.failNext = false;
-        return this.inner.run(command, args, {
-          ...options,
-          input: options.input + 'add rule ip kube-proxy services goto no-such-chain\n',
-        });
-      }
-    }
-    return this.inner.run(command, args, options);
-  }
-}
+const kernelTest = await kernelTests(test, 'proxy-nftables kernel tests', ['nft']);
 
 kernelTest(
   'nftables: fresh table, incremental transaction, failed transaction keeps the table, resync, cleanup',
@@ -53,14 +20,12 @@ kernelTest(
     const topo = await NetnsTopology.create({ backends: 0 });
     t.teardown(() => topo.destroy());
     const list = () => topo.exec(topo.node, 'nft', ['list', 'table', 'ip', 'kube-proxy']);
-    const runner = new RecordingFlakyRunner(new HostCommandRunner(topo.node));
+    const runner = new FaultyRunner(new HostCommandRunner(topo.node), {
+      isTransaction: (command, args) => command === 'nft' && args[0] === '-f',
+      corrupt: (input) => input + 'add rule ip kube-proxy services goto no-such-chain\n',
+    });
     const backend = new NftablesBackend({ runner, logger: createLogger({ sink: () => undefined }) });
-    const tr = new ChangeTracker(
-      defaultNodeContext(CONFORMANCE_NODE),
-      createLogger({ sink: () => undefined }),
-    );
-    for (const s of conformanceServices()) tr.upsertService(s);
-    for (const s of conformanceSlices()) tr.upsertEndpointSlice(s);
+    const tr = conformanceTracker();
 
     let c = tr.commit();
     const first = await backend.sync(c.state, c.changes, true);

@@ -1,22 +1,15 @@
 import test from 'ava';
-import { createLogger } from '@nodelet/kernel';
-import { ChangeTracker, defaultNodeContext } from '@nodelet/proxy';
-import { CONFORMANCE_NODE, conformanceServices, conformanceSlices } from '@nodelet/proxy/testing';
+import {
+  conformanceServices,
+  conformanceSlices,
+  conformanceTracker,
+  GOLDEN_NODE,
+} from '@nodelet/proxy/testing';
 import { kernelAtLeast, renderNftables } from './backend.js';
 import { NftRenderer } from './render.js';
 
-const node = {
-  ...defaultNodeContext(CONFORMANCE_NODE),
-  nodeIPs: ['192.168.0.2'],
-  clusterCIDR: '10.244.0.0/16',
-};
-
-function loaded() {
-  const tracker = new ChangeTracker(node, createLogger({ sink: () => undefined }));
-  for (const s of conformanceServices()) tracker.upsertService(s);
-  for (const s of conformanceSlices()) tracker.upsertEndpointSlice(s);
-  return tracker;
-}
+/** The conformance fixtures on the node the golden files are rendered for. */
+const loaded = () => conformanceTracker(GOLDEN_NODE);
 
 test('one service-ips verdict map rule and numgen dispatch', (t) => {
   const text = renderNftables(loaded().commit().state);

@@ -1,14 +1,13 @@
 import {
   type ChangeSet,
   cidrContains,
-  externallyAccessible,
+  type NoEndpointAction,
   type NodeContext,
   nodePortIPs,
   type ProxyState,
   type ServicePortState,
+  selectEndpoints,
   sortedServicePorts,
-  usesClusterEndpoints,
-  usesLocalEndpoints,
 } from '@nodelet/proxy';
 import { type Element, elementCommands, ElementStore } from './elements.js';
 import {
@@ -323,21 +322,17 @@ export class NftRenderer {
     const local = localChain(p);
     const ext = externalChain(p);
     const fw = firewallChain(p);
-    const usesCluster = p.clusterEndpoints.length > 0 && usesClusterEndpoints(p);
-    const usesLocal = p.localEndpoints.length > 0 && usesLocalEndpoints(p);
+    const sel = selectEndpoints(p);
     const internalChain = p.internalPolicyLocal ? local : svc;
-    const hasInternal = p.hasEndpoints && (!p.internalPolicyLocal || p.localEndpoints.length > 0);
     const externalPolicyChain = p.externalPolicyLocal ? local : svc;
-    const hasExternal = p.hasEndpoints && (!p.externalPolicyLocal || p.localEndpoints.length > 0);
-    const usesExt = p.hasEndpoints && externallyAccessible(p);
+    // Upstream's nftables proxier filters source ranges whether or not the service has endpoints.
     const usesFW = p.loadBalancerIPs.length > 0 && p.loadBalancerSourceRanges.length > 0;
-    let internalVerdict = '';
-    let externalVerdict = '';
-    if (!p.hasEndpoints) internalVerdict = externalVerdict = `goto ${REJECT_CHAIN}`;
-    else {
-      if (!hasInternal) internalVerdict = 'drop';
-      if (!hasExternal) externalVerdict = 'drop';
-    }
+    const verdict = (action: NoEndpointAction | undefined) =>
+      action === 'reject' ? `goto ${REJECT_CHAIN}` : action === 'drop' ? 'drop' : '';
+    const internalVerdict = verdict(sel.internalNoEndpoints);
+    const externalVerdict = verdict(sel.externalNoEndpoints);
+    const hasInternal = !sel.internalNoEndpoints;
+    const hasExternal = !sel.externalNoEndpoints;
 
     // Endpoint chains first, then policy chains: rules may reference only existing chains.
     for (const ep of p.allReachableEndpoints) {
@@ -351,9 +346,9 @@ export class NftRenderer {
         );
       }
     }
-    if (usesCluster) chain(svc);
-    if (usesLocal) chain(local);
-    if (usesExt) chain(ext);
+    if (sel.dispatchesCluster) chain(svc);
+    if (sel.dispatchesLocal) chain(local);
+    if (sel.externalEntry) chain(ext);
     if (usesFW) chain(fw);
 
     const el = {
@@ -391,7 +386,7 @@ export class NftRenderer {
       else if (node.clusterCIDR)
         rule(internalChain, `${m} ip saddr != ${node.clusterCIDR} jump ${MARK_MASQ}`);
     }
-    if (usesExt) {
+    if (sel.externalEntry) {
       if (!p.externalPolicyLocal) rule(ext, `jump ${MARK_MASQ}`);
       else {
         if (node.clusterCIDR)
@@ -416,8 +411,8 @@ export class NftRenderer {
       const entries = endpoints.map((ep, i) => `${i} : goto ${endpointChain(p, ep)}`).join(' , ');
       rule(target, `numgen random mod ${endpoints.length} vmap { ${entries} }`);
     };
-    if (usesCluster) dispatch(svc, p.clusterEndpoints);
-    if (usesLocal) dispatch(local, p.localEndpoints);
+    if (sel.dispatchesCluster) dispatch(svc, p.clusterEndpoints);
+    if (sel.dispatchesLocal) dispatch(local, p.localEndpoints);
     for (const ep of p.allReachableEndpoints) {
       const c = endpointChain(p, ep);
       rule(c, `ip saddr ${ep.ip} jump ${MARK_MASQ}`);

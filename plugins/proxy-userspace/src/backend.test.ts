@@ -1,4 +1,6 @@
+import { createHash, randomBytes } from 'node:crypto';
 import { createSocket } from 'node:dgram';
+import { connect, createServer } from 'node:net';
 import test from 'ava';
 import { createLogger, RealClock } from '@nodelet/kernel';
 import { ChangeTracker, defaultNodeContext, type EndpointSlice } from '@nodelet/proxy';
@@ -43,6 +45,37 @@ async function setup(t: { teardown: (fn: () => Promise<void>) => void }) {
     return backend.sync(next.state, next.changes, false);
   };
   return { backend, tracker, sync, port };
+}
+
+/** A proxy for one conformance service whose only endpoint is `ip:port` (a server the test started). */
+async function proxyOne(
+  t: { teardown: (fn: () => Promise<void>) => void },
+  service: string,
+  slice: string,
+  ip: string,
+  port: { name: string; protocol: 'TCP' | 'UDP'; port: number },
+  options: { udpSessionLimit?: number } = {},
+) {
+  const backend = new UserspaceBackend({
+    clock: new RealClock(),
+    logger: createLogger({ sink: () => undefined }),
+    ports: 'ephemeral',
+    ...options,
+  });
+  t.teardown(() => backend.stop());
+  const tracker = new ChangeTracker(
+    defaultNodeContext(CONFORMANCE_NODE),
+    createLogger({ sink: () => undefined }),
+  );
+  tracker.upsertService(conformanceServices().find((s) => s.metadata?.name === service)!);
+  tracker.upsertEndpointSlice({
+    ...conformanceSlices().find((s) => s.metadata?.name === slice)!,
+    endpoints: [{ addresses: [ip], conditions: { ready: true } }],
+    ports: [port],
+  });
+  const c = tracker.commit();
+  await backend.sync(c.state, c.changes, true);
+  return backend;
 }
 
 test('round-robin over the ready endpoints; a NodePort listener too', async (t) => {
@@ -92,6 +125,51 @@ test('an endpoint that refuses is skipped: the next one serves', async (t) => {
   t.is((got.b1 ?? 0) + (got.b2 ?? 0), 30);
 });
 
+test('TCP bulk both ways: every byte arrives in order; a half-closed client still gets the reply', async (t) => {
+  // An endpoint that echoes what it receives, and ends its side only after the client ended its own.
+  const echo = createServer({ allowHalfOpen: true }, (c) => {
+    c.pipe(c);
+    c.on('error', () => undefined);
+  });
+  await new Promise<void>((resolve) => echo.listen(0, '127.0.0.11', () => resolve()));
+  t.teardown(() => new Promise<void>((resolve) => echo.close(() => resolve())));
+  const echoPort = (echo.address() as { port: number }).port;
+  const backend = await proxyOne(t, 'web', 'web-abcde', '127.0.0.11', {
+    name: 'http',
+    protocol: 'TCP',
+    port: echoPort,
+  });
+  const web = backend.addressOf(WEB.name)!;
+
+  // 24 MiB in writes of varying sizes (1 byte to 1 MiB): reads and writes never line up.
+  const payload = randomBytes(24 * 1024 * 1024);
+  const received = await new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    const s = connect({ host: web.address, port: web.port, allowHalfOpen: true }, () => {
+      let off = 0;
+      let size = 1;
+      const pump = () => {
+        while (off < payload.length) {
+          const end = Math.min(payload.length, off + size);
+          const more = s.write(payload.subarray(off, end));
+          off = end;
+          size = size >= 1 << 20 ? 1 : size * 7;
+          if (!more) return void s.once('drain', pump);
+        }
+        s.end();
+      };
+      pump();
+    });
+    s.on('data', (d: Buffer) => chunks.push(d));
+    s.on('end', () => resolve(Buffer.concat(chunks)));
+    s.on('error', reject);
+    s.setTimeout(30_000, () => s.destroy(new Error('no reply within 30 s')));
+  });
+  t.is(received.length, payload.length);
+  const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+  t.is(sha(received), sha(payload));
+});
+
 test('UDP: datagrams are relayed both ways; the session table is bounded', async (t) => {
   const echoPort = 20000 + Math.floor(Math.random() * 20000);
   const echo = createSocket('udp4');
@@ -99,28 +177,15 @@ test('UDP: datagrams are relayed both ways; the session table is bounded', async
     echo.send(Buffer.concat([Buffer.from('echo:'), msg]), from.port, from.address),
   );
   await new Promise<void>((resolve) => echo.bind(echoPort, '127.0.0.11', () => resolve()));
-  const backend = new UserspaceBackend({
-    clock: new RealClock(),
-    logger: createLogger({ sink: () => undefined }),
-    ports: 'ephemeral',
-    udpSessionLimit: 2,
-  });
-  t.teardown(async () => {
-    await backend.stop();
-    echo.close();
-  });
-  const tracker = new ChangeTracker(
-    defaultNodeContext(CONFORMANCE_NODE),
-    createLogger({ sink: () => undefined }),
+  t.teardown(async () => void echo.close());
+  const backend = await proxyOne(
+    t,
+    'dns',
+    'dns-abcde',
+    '127.0.0.11',
+    { name: 'dns', protocol: 'UDP', port: echoPort },
+    { udpSessionLimit: 2 },
   );
-  tracker.upsertService(conformanceServices().find((s) => s.metadata?.name === 'dns')!);
-  tracker.upsertEndpointSlice({
-    ...conformanceSlices().find((s) => s.metadata?.name === 'dns-abcde')!,
-    endpoints: [{ addresses: ['127.0.0.11'] }],
-    ports: [{ name: 'dns', protocol: 'UDP', port: echoPort }],
-  });
-  const c = tracker.commit();
-  await backend.sync(c.state, c.changes, true);
   const dns = backend.addressOf('conformance/dns:dns')!;
   const ask = (text: string) =>
     new Promise<string>((resolve, reject) => {

@@ -1,15 +1,17 @@
 import { createSocket, type RemoteInfo, type Socket as UdpSocket } from 'node:dgram';
-import { connect, createServer, type NetConnectOpts, type Server, type Socket } from 'node:net';
+import { createServer, type Server, type Socket } from 'node:net';
 import type { Clock, Logger } from '@nodelet/kernel';
-import type {
-  ChangeSet,
-  EndpointInfo,
-  ProxyBackend,
-  ProxyState,
-  ServicePortState,
-  SyncResult,
+import {
+  type ChangeSet,
+  type EndpointInfo,
+  type ProxyBackend,
+  type ProxyState,
+  type ServicePortState,
+  selectEndpoints,
+  type SyncResult,
 } from '@nodelet/proxy';
 import { RoundRobin } from './balancer.js';
+import { adoptWithOnRead, connectRelayed, join, relayReads } from './relay.js';
 
 export interface UserspaceBackendOptions {
   clock: Clock;
@@ -40,12 +42,6 @@ export interface ListenerInfo {
   /** Listening now; false while the service has no endpoints (connections are refused). */
   open: boolean;
 }
-
-/**
- * Stream buffer per direction of a spliced connection: large enough that a 64 KiB read is written on
- * without pausing the other side at every chunk (the 16 KiB default halves bulk throughput).
- */
-const BUFFER = 1 << 20;
 
 interface UdpSession {
   socket: UdpSocket;
@@ -102,7 +98,7 @@ class Listener {
   private listenTcp(port: number): Promise<void> {
     return new Promise((resolve, reject) => {
       // Half-open connections are carried as they are: a client may close its side and still read the reply.
-      const server = createServer({ allowHalfOpen: true, highWaterMark: BUFFER }, (client) =>
+      const server = createServer({ allowHalfOpen: true, pauseOnConnect: true }, (client) =>
         this.accept(client),
       );
       server.once('error', reject);
@@ -149,11 +145,21 @@ class Listener {
     if (dropConnections) for (const s of this.sockets) s.destroy();
   }
 
-  private accept(client: Socket): void {
-    // Hold the client's bytes until an endpoint accepted the connection (they go to whichever does).
-    // A paused stream, not pauseOnConnect: a handle started paused reads far slower once resumed.
-    client.pause();
-    const clientIP = (client.remoteAddress ?? '').replace(/^::ffff:/, '');
+  private accept(accepted: Socket): void {
+    const clientIP = (accepted.remoteAddress ?? '').replace(/^::ffff:/, '');
+    accepted.on('error', () => undefined);
+    // The client's bytes wait in the kernel until an endpoint accepted the connection (they go to
+    // whichever does): the socket is paused from the start (pauseOnConnect) until `join`.
+    let upstream: Socket | undefined;
+    const client: Socket =
+      adoptWithOnRead(
+        accepted,
+        relayReads(
+          () => client,
+          () => upstream!,
+        ),
+      ) ?? accepted;
+    const streams = client === accepted; // this Node cannot read into our buffers: relay with streams
     client.on('error', () => undefined);
     const tried = new Set<string>();
     const attempt = () => {
@@ -163,39 +169,30 @@ class Listener {
         return;
       }
       tried.add(ep.endpoint);
-      const upstream = connect({
-        host: ep.ip,
-        port: ep.port,
-        allowHalfOpen: true,
-        highWaterMark: BUFFER,
-      } as NetConnectOpts);
+      const conn = connectRelayed(ep.ip, ep.port, () => client);
       const timer = this.options.clock.setTimeout(
-        () => upstream.destroy(new Error('connect timeout')),
+        () => conn.destroy(new Error('connect timeout')),
         this.options.connectTimeoutMs,
       );
       const onConnectError = () => {
         timer();
-        upstream.destroy();
+        conn.destroy();
         attempt();
       };
-      upstream.once('error', onConnectError);
-      upstream.once('connect', () => {
+      conn.once('error', onConnectError);
+      conn.once('connect', () => {
         timer();
-        upstream.off('error', onConnectError);
-        upstream.on('error', () => client.destroy());
-        client.on('error', () => upstream.destroy());
-        upstream.setNoDelay(true);
-        client.setNoDelay(true);
-        client.pipe(upstream);
-        upstream.pipe(client);
-        client.resume();
+        conn.off('error', onConnectError);
+        if (client.destroyed) {
+          conn.destroy();
+          return;
+        }
+        upstream = conn;
+        if (streams) client.pipe(conn);
+        join(client, conn);
         this.connections++;
         this.sockets.add(client);
-        client.once('close', () => {
-          this.sockets.delete(client);
-          upstream.destroy();
-        });
-        upstream.once('close', () => client.destroy());
+        client.once('close', () => this.sockets.delete(client));
       });
     };
     attempt();
@@ -391,9 +388,8 @@ export class UserspaceBackend implements ProxyBackend {
 
   /** Endpoints for traffic of `kind`, by the traffic policy (as the kernel backends choose them). */
   private endpointsFor(p: ServicePortState, kind: 'cluster' | 'nodePort'): readonly EndpointInfo[] {
-    if (!p.hasEndpoints) return [];
-    const local = kind === 'cluster' ? p.internalPolicyLocal : p.externalPolicyLocal;
-    return local ? p.localEndpoints : p.clusterEndpoints;
+    const sel = selectEndpoints(p);
+    return kind === 'cluster' ? sel.internal : sel.external;
   }
 
   private ensureSweep(): void {

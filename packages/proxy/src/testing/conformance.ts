@@ -15,7 +15,8 @@ import {
   STICKY,
   WEB,
 } from './fixtures.js';
-import { commandExists, NetnsTopology, netnsSupport, tally } from './netns.js';
+import { declareUnavailable, kernelUnavailable } from './kernel-tests.js';
+import { NetnsTopology, tally } from './netns.js';
 import { connectMany, startNameServers } from './traffic.js';
 
 /**
@@ -106,11 +107,8 @@ export interface ConformanceEnv {
 
 /** Checks root, `ip netns` and the named tools. Call once, before declaring any test. */
 export async function conformanceEnv(tools: readonly string[] = []): Promise<ConformanceEnv> {
-  const support = await netnsSupport();
-  if (!support.ok) return { unavailable: support.reason! };
-  for (const tool of tools)
-    if (!(await commandExists(tool))) return { unavailable: `${tool} is not installed` };
-  return {};
+  const unavailable = await kernelUnavailable(tools);
+  return unavailable ? { unavailable } : {};
 }
 
 /** Declares the suite's tests for one backend (synchronously, as ava requires). */
@@ -133,12 +131,7 @@ export function runProxyConformance(
   if (options.kernel) {
     const reason = env.unavailable;
     if (reason) {
-      if (process.env.CI === 'true') {
-        test(`${name}: real traffic in network namespaces`, (t) =>
-          t.fail(`CI=true, but the kernel tests cannot run: ${reason}`));
-      } else {
-        console.log(`# ${name}: skipping real-traffic conformance tests (${reason})`);
-      }
+      declareUnavailable(test, `${name} real-traffic conformance tests`, reason);
     } else {
       const makeBackend = options.kernel;
       test.serial(

@@ -1,0 +1,130 @@
+import { Writable } from 'node:stream';
+import type { Implementation, TestFn } from 'ava';
+import { createLogger } from '@nodelet/kernel';
+import { ChangeTracker } from '../change-tracker.js';
+import type { CommandRunner, ExecOptions, ExecResult, RunningCommand } from '../exec.js';
+import { defaultNodeContext, type NodeContext } from '../state.js';
+import { CONFORMANCE_NODE, conformanceServices, conformanceSlices } from './fixtures.js';
+import { commandExists, netnsSupport } from './netns.js';
+
+/**
+ * The rule for tests that need the real kernel (root, `ip netns`, the backend's tools) when it is not
+ * there: under CI=true one test that fails and says why; elsewhere one line saying what is skipped.
+ */
+export function declareUnavailable<C>(test: TestFn<C>, what: string, reason: string): void {
+  if (process.env.CI === 'true') {
+    test(`${what}: need root and network namespaces`, (t) =>
+      t.fail(`CI=true, but ${what} cannot run here: ${reason}`));
+  } else {
+    console.log(`# skipping ${what} (${reason})`);
+  }
+}
+
+/** Why kernel tests cannot run here (no root, no `ip netns`, a tool missing); undefined when they can. */
+export async function kernelUnavailable(tools: readonly string[] = []): Promise<string | undefined> {
+  const support = await netnsSupport();
+  if (!support.ok) return support.reason!;
+  for (const tool of tools) if (!(await commandExists(tool))) return `${tool} is not installed`;
+  return undefined;
+}
+
+/**
+ * How a test file declares kernel tests: call it with top-level await before declaring any test. Where
+ * the kernel tests can run, it returns `test.serial` (they share the machine's netfilter modules and
+ * CPU); otherwise it applies `declareUnavailable` and returns a declarer that declares nothing.
+ */
+export async function kernelTests<C>(
+  test: TestFn<C>,
+  what: string,
+  tools: readonly string[] = [],
+): Promise<(title: string, implementation: Implementation<[], C>) => void> {
+  const reason = await kernelUnavailable(tools);
+  if (!reason) return (title, implementation) => test.serial(title, implementation);
+  declareUnavailable(test, what, reason);
+  return () => undefined;
+}
+
+/** A change tracker holding the conformance Services and EndpointSlices. */
+export function conformanceTracker(node: NodeContext = defaultNodeContext(CONFORMANCE_NODE)): ChangeTracker {
+  const tracker = new ChangeTracker(node, createLogger({ sink: () => undefined }));
+  for (const s of conformanceServices()) tracker.upsertService(s);
+  for (const s of conformanceSlices()) tracker.upsertEndpointSlice(s);
+  return tracker;
+}
+
+export interface FaultyRunnerOptions {
+  /** Which commands are the backend's transactions (`iptables-restore`, `nft -f`). */
+  isTransaction: (command: string, args: readonly string[]) => boolean;
+  /** Turns a transaction's input into one the kernel refuses. */
+  corrupt: (input: string) => string;
+}
+
+/**
+ * Runs commands through `inner`, records every transaction's input, and corrupts the next transaction
+ * after `failNext = true` — to test that a refused transaction leaves the previous rules in force.
+ * Streams (`start`) when `inner` does, holding the input until it is complete, so streaming backends
+ * keep their streaming path under test.
+ */
+export class FaultyRunner implements CommandRunner {
+  failNext = false;
+  readonly transactions: string[] = [];
+  readonly start?: CommandRunner['start'];
+
+  constructor(
+    private readonly inner: CommandRunner,
+    private readonly options: FaultyRunnerOptions,
+  ) {
+    if (inner.start) this.start = (command, args, opts) => this.startHeld(command, args, opts);
+  }
+
+  run(command: string, args: readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
+    if (options.input === undefined || !this.options.isTransaction(command, args)) {
+      return this.inner.run(command, args, options);
+    }
+    return this.inner.run(command, args, { ...options, input: this.transaction(options.input) });
+  }
+
+  private transaction(input: string): string {
+    this.transactions.push(input);
+    if (!this.failNext) return input;
+    this.failNext = false;
+    return this.options.corrupt(input);
+  }
+
+  private startHeld(
+    command: string,
+    args: readonly string[],
+    options?: Omit<ExecOptions, 'input'>,
+  ): RunningCommand {
+    if (!this.options.isTransaction(command, args)) return this.inner.start!(command, args, options);
+    const chunks: Buffer[] = [];
+    let running: RunningCommand | undefined;
+    let killed = false;
+    let settle: (r: Promise<ExecResult>) => void = () => undefined;
+    const result = new Promise<ExecResult>((resolve) => (settle = resolve));
+    const stdin = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        chunks.push(Buffer.from(chunk));
+        done();
+      },
+      final: (done) => {
+        if (!killed) {
+          running = this.inner.start!(command, args, options);
+          running.stdin.end(this.transaction(Buffer.concat(chunks).toString('utf8')));
+          settle(running.result);
+        }
+        done();
+      },
+    });
+    return {
+      stdin,
+      result,
+      kill: () => {
+        killed = true;
+        if (running) running.kill();
+        else
+          settle(Promise.resolve({ code: 137, stdout: '', stderr: 'killed before its input was complete' }));
+      },
+    };
+  }
+}

@@ -1,0 +1,106 @@
+import { Writable } from 'node:stream';
+import test from 'ava';
+import { createLogger } from '@nodelet/kernel';
+import {
+  type CommandRunner,
+  emptyChangeSet,
+  type ExecResult,
+  RecordingRunner,
+  type RunningCommand,
+} from '@nodelet/proxy';
+import { conformanceTracker } from '@nodelet/proxy/testing';
+import { IptablesBackend, renderIptables } from './backend.js';
+import { JUMP_RULES } from './chains.js';
+import { IptablesRenderer } from './render.js';
+
+const quiet = createLogger({ sink: () => undefined });
+const ok = (stdout = ''): ExecResult => ({ code: 0, stdout, stderr: '' });
+
+/** Answers iptables-save from `save`; records what each started restore received, and kills. */
+class StreamingRunner implements CommandRunner {
+  readonly restores: { chunks: Buffer[]; ended: boolean; killed: boolean }[] = [];
+  constructor(private readonly save: () => Promise<ExecResult>) {}
+
+  run(command: string): Promise<ExecResult> {
+    return command.endsWith('-save') ? this.save() : Promise.resolve(ok());
+  }
+
+  start(): RunningCommand {
+    const r = { chunks: [] as Buffer[], ended: false, killed: false };
+    this.restores.push(r);
+    let done: (e: ExecResult) => void = () => undefined;
+    const result = new Promise<ExecResult>((resolve) => (done = resolve));
+    const stdin = new Writable({
+      write(chunk: Buffer, _enc, cb) {
+        r.chunks.push(chunk);
+        cb();
+      },
+      final(cb) {
+        r.ended = true;
+        done(ok());
+        cb();
+      },
+    });
+    return {
+      stdin,
+      result,
+      kill: () => {
+        r.killed = true;
+        done({ code: 137, stdout: '', stderr: 'killed' });
+      },
+    };
+  }
+}
+
+test('a full sync streams what a whole render gives: stale chains deleted, only missing jumps added', async (t) => {
+  const saved = [
+    '*nat',
+    ':PREROUTING ACCEPT [0:0]',
+    ':KUBE-SERVICES - [0:0]',
+    ':KUBE-SVC-STALESTALESTALE1 - [0:0]',
+    '-A PREROUTING -m comment --comment "kubernetes service portals" -j KUBE-SERVICES',
+    'COMMIT',
+    '',
+  ].join('\n');
+  const runner = new StreamingRunner(async () => ok(saved));
+  const backend = new IptablesBackend({ backend: 'legacy', runner, logger: quiet });
+  const state = conformanceTracker().commit().state;
+  const result = await backend.sync(state, emptyChangeSet(), true);
+  t.true(result.full);
+  const [restore] = runner.restores;
+  t.true(restore!.ended && !restore!.killed);
+  const streamed = Buffer.concat(restore!.chunks).toString();
+  const whole = new IptablesRenderer().render({
+    state,
+    changes: emptyChangeSet(),
+    full: true,
+    existingChains: new Set(['KUBE-SVC-STALESTALESTALE1']),
+    missingJumps: JUMP_RULES.filter((j) => !(j.table === 'nat' && j.from === 'PREROUTING')),
+  }).text;
+  t.is(streamed, whole);
+  t.true(streamed.includes(':KUBE-SVC-STALESTALESTALE1 - [0:0]\n-X KUBE-SVC-STALESTALESTALE1\n'));
+  t.false(streamed.includes('-I PREROUTING'), 'the jump iptables-save showed is not added again');
+  t.true(streamed.includes('-I OUTPUT 1 -m comment --comment "kubernetes service portals" -j KUBE-SERVICES'));
+  t.is(result.bytes, Buffer.byteLength(streamed));
+});
+
+test('when iptables-save fails, the restore started alongside is killed before any COMMIT', async (t) => {
+  const runner = new StreamingRunner(async () => ({ code: 4, stdout: '', stderr: 'permission denied' }));
+  const backend = new IptablesBackend({ backend: 'legacy', runner, logger: quiet });
+  const state = conformanceTracker().commit().state;
+  const err = await t.throwsAsync(() => backend.sync(state, emptyChangeSet(), true));
+  t.regex(err!.message, /iptables-legacy-save exited with code 4: permission denied/);
+  const [restore] = runner.restores;
+  t.true(restore!.killed);
+  t.false(Buffer.concat(restore!.chunks).toString().includes('COMMIT'), 'nothing could be committed');
+});
+
+test('a runner that cannot stream gets the whole input at once', async (t) => {
+  const runner = new RecordingRunner();
+  const backend = new IptablesBackend({ backend: 'nft', runner, logger: quiet });
+  const state = conformanceTracker().commit().state;
+  await backend.sync(state, emptyChangeSet(), true);
+  const restore = runner.calls.find((c) => c.command === 'iptables-nft-restore');
+  t.deepEqual(restore?.args, ['--wait=5', '--noflush']);
+  t.is(restore?.input, renderIptables(state));
+});

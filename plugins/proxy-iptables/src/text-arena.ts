@@ -1,0 +1,154 @@
+/** A chain's rules: a byte range of one of a render's text blocks, and how many rule lines it holds. */
+export interface Span {
+  readonly block: Buffer;
+  readonly start: number;
+  readonly end: number;
+  readonly lines: number;
+}
+
+export const sameSpan = (a: Span | undefined, b: Span): boolean =>
+  a !== undefined &&
+  a.end - a.start === b.end - b.start &&
+  a.block.compare(b.block, b.start, b.end, a.start, a.end) === 0;
+
+const BLOCK_BYTES = 1 << 20;
+const NEWLINE = 10;
+
+/**
+ * Rule text written straight into large byte blocks. A render keeps each chain's rules as a range of a
+ * block, not as a string: 5,000 services leave a few buffers outside the JavaScript heap instead of
+ * 150,000 strings for the garbage collector to copy, and the ranges go to iptables-restore as they are.
+ * Rules are written piece by piece (`text` of names, addresses and fixed words), so the bulk of the
+ * output never exists as strings at all. Blocks are never reused: a range stays valid while held.
+ */
+export class TextArena {
+  private buf = Buffer.allocUnsafe(BLOCK_BYTES);
+  private pos = 0;
+  private start = 0;
+
+  /** Starts a range (one service's rules, or one line). */
+  begin(): this {
+    this.start = this.pos;
+    return this;
+  }
+
+  /** Bytes written since `begin()`: offsets within the open range stay valid when it moves. */
+  get written(): number {
+    return this.pos - this.start;
+  }
+
+  /** Where the open range is now: its block, start and end. */
+  get block(): Buffer {
+    return this.buf;
+  }
+  get rangeStart(): number {
+    return this.start;
+  }
+  get position(): number {
+    return this.pos;
+  }
+
+  /** Appends `s`: ASCII byte for byte (what rules are made of); anything else as UTF-8. */
+  text(s: string): this {
+    const n = s.length;
+    if (this.pos + 3 * n > this.buf.length) this.grow(3 * n);
+    const buf = this.buf;
+    let pos = this.pos;
+    for (let i = 0; i < n; i++) {
+      const c = s.charCodeAt(i);
+      if (c >= 0x80) {
+        pos += buf.write(s.slice(i), pos, 'utf8');
+        break;
+      }
+      buf[pos++] = c;
+    }
+    this.pos = pos;
+    return this;
+  }
+
+  /** Appends `s` and a newline. */
+  line(s: string): this {
+    this.text(s);
+    return this.newline();
+  }
+
+  newline(): this {
+    if (this.pos + 1 > this.buf.length) this.grow(1);
+    this.buf[this.pos++] = NEWLINE;
+    return this;
+  }
+
+  /** Ends the range begun last; `lines` is how many rule lines it holds. */
+  end(lines: number): Span {
+    return { block: this.buf, start: this.start, end: this.pos, lines };
+  }
+
+  /** A new block, the open range carried over so that it stays contiguous. */
+  private grow(need: number): void {
+    const open = this.pos - this.start;
+    const next = Buffer.allocUnsafe(Math.max(BLOCK_BYTES, 2 * (open + need)));
+    this.buf.copy(next, 0, this.start, this.pos);
+    this.buf = next;
+    this.start = 0;
+    this.pos = open;
+  }
+}
+
+/**
+ * Collects output as byte chunks: lines written into an arena of its own, and spans of other arenas,
+ * adjacent ranges merged into one chunk. `take()` hands over what has been collected so far (to write
+ * it while the rest is being rendered).
+ */
+export class ChunkWriter {
+  private readonly arena = new TextArena();
+  private readonly chunks: Buffer[] = [];
+  private block: Buffer | undefined;
+  private start = 0;
+  private end = 0;
+  /** Bytes collected and not yet taken. */
+  pending = 0;
+
+  line(text: string): void {
+    this.arena.begin().line(text);
+    this.own();
+  }
+
+  /** A chain line (`:NAME - [0:0]`): creates the chain, or flushes it if it exists. */
+  declare(chain: string): void {
+    this.arena.begin().text(':').text(chain).text(' - [0:0]').newline();
+    this.own();
+  }
+
+  span(s: Span): void {
+    this.range(s.block, s.start, s.end);
+  }
+
+  /** What `line` or `declare` just wrote into the writer's own arena. */
+  private own(): void {
+    this.range(this.arena.block, this.arena.rangeStart, this.arena.position);
+  }
+
+  private range(block: Buffer, start: number, end: number): void {
+    if (end === start) return;
+    if (this.block === block && this.end === start) this.end = end;
+    else {
+      this.close();
+      this.block = block;
+      this.start = start;
+      this.end = end;
+    }
+    this.pending += end - start;
+  }
+
+  take(): Buffer[] {
+    this.close();
+    this.pending = 0;
+    return this.chunks.splice(0);
+  }
+
+  private close(): void {
+    if (!this.block) return;
+    this.chunks.push(this.block.subarray(this.start, this.end));
+    this.block = undefined;
+  }
+}
