@@ -283,11 +283,22 @@ export async function idsOf(endpoint: string, node: string): Promise<Set<string>
  * `test.after.always`. RemovePodSandbox is retried on "device or resource busy" (netns removal, seen here).
  */
 export async function sweepNode(endpoint: string, node: string): Promise<void> {
+  await removeSandboxes(endpoint, { [NODE_LABEL]: node });
+}
+
+/**
+ * Stops and removes the sandboxes matching `labelSelector` (every sandbox when it is undefined),
+ * retrying the "device or resource busy" containerd answers while it removes a netns.
+ */
+export async function removeSandboxes(
+  endpoint: string,
+  labelSelector?: Record<string, string>,
+): Promise<void> {
   const client = createCriClient(endpoint, { timeoutMs: 60_000 });
   try {
-    const { items } = await client.runtime.listPodSandbox({
-      filter: { id: '', labelSelector: { [NODE_LABEL]: node } },
-    });
+    const { items } = await client.runtime.listPodSandbox(
+      labelSelector ? { filter: { id: '', labelSelector } } : {},
+    );
     for (const sb of items) {
       if (sb.state === PodSandboxState.SANDBOX_READY)
         await client.runtime.stopPodSandbox({ podSandboxId: sb.id }).catch(() => undefined);

@@ -3,10 +3,10 @@ import { closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writ
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { createCriClient, PodSandboxState } from '@nodelet/cri';
+import { createCriClient } from '@nodelet/cri';
 import { errorMessage } from '@nodelet/kernel';
 import { pollUntil } from '../test-helpers.js';
-import { mountsUnder } from './helpers.js';
+import { mountsUnder, removeSandboxes } from './helpers.js';
 
 /**
  * A containerd of the test's own, to stop and restart while nodelet runs; the shared one
@@ -153,23 +153,9 @@ export class PrivateContainerd {
   }
 
   private async removeAllPods(): Promise<void> {
+    await removeSandboxes(this.endpoint);
     const client = createCriClient(this.endpoint, { timeoutMs: 60_000 });
     try {
-      const { items } = await client.runtime.listPodSandbox({});
-      for (const sb of items) {
-        if (sb.state === PodSandboxState.SANDBOX_READY)
-          await client.runtime.stopPodSandbox({ podSandboxId: sb.id }).catch(() => undefined);
-        // "device or resource busy" when the netns is removed: seen here, retried.
-        await pollUntil(
-          `sandbox ${sb.id} to be removed`,
-          async () =>
-            client.runtime.removePodSandbox({ podSandboxId: sb.id }).then(
-              () => true,
-              (err: Error) => (/busy/.test(err.message) ? undefined : Promise.reject(err)),
-            ),
-          { timeoutMs: 20_000, intervalMs: 500 },
-        );
-      }
       const { containers } = await client.runtime.listContainers({});
       if (containers.length > 0) {
         throw new Error(
