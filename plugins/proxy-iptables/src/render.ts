@@ -57,12 +57,12 @@ export interface ServiceBlock {
   lineCounts: Uint32Array | undefined;
   /** Position of each chain in `chains`, built when a large block is first searched. */
   chainIndex?: Map<string, number>;
-  readonly natServices: string[];
-  readonly natNodePorts: string[];
-  readonly filterServices: string[];
-  readonly filterExternal: string[];
-  readonly filterNodePorts: string[];
-  readonly filterFirewall: string[];
+  readonly natServices: readonly string[];
+  readonly natNodePorts: readonly string[];
+  readonly filterServices: readonly string[];
+  readonly filterExternal: readonly string[];
+  readonly filterNodePorts: readonly string[];
+  readonly filterFirewall: readonly string[];
 }
 
 /** What the kernel has, from iptables-save: needed by full renders only. */
@@ -181,7 +181,7 @@ export class IptablesRenderer {
 
     const top = new Map<string, string[]>();
     const put = (table: string, chain: string, lines: string[]) => top.set(`${table} ${chain}`, lines);
-    const collect = (pick: (b: ServiceBlock) => string[]) => {
+    const collect = (pick: (b: ServiceBlock) => readonly string[]) => {
       const out: string[] = [];
       for (const b of ordered) for (const l of pick(b)) out.push(l);
       return out;
@@ -428,6 +428,18 @@ function noEndpointRule(name: string, action: NoEndpointAction): [string, string
     : ['DROP', `${name} has no local endpoints`];
 }
 
+type TopLevelLines =
+  'natServices' | 'natNodePorts' | 'filterServices' | 'filterExternal' | 'filterNodePorts' | 'filterFirewall';
+
+/** Shared by every block without rules in a top-level chain (most have one or two): no array each. */
+const NONE: readonly string[] = Object.freeze([]);
+
+function add(b: ServiceBlock, list: TopLevelLines, line: string): void {
+  const lines = b[list];
+  if (lines === NONE) (b as { [k in TopLevelLines]: readonly string[] })[list] = [line];
+  else (lines as string[]).push(line);
+}
+
 /**
  * The chains of one service port and its rules in the top-level chains, following upstream's
  * syncProxyRules for that port. Cheap (one or a few lines): the per-service chains' rules, the bulk of
@@ -449,12 +461,12 @@ function planBlock(p: ServicePortState): ServiceBlock {
     body: undefined,
     offsets: undefined,
     lineCounts: undefined,
-    natServices: [],
-    natNodePorts: [],
-    filterServices: [],
-    filterExternal: [],
-    filterNodePorts: [],
-    filterFirewall: [],
+    natServices: NONE,
+    natNodePorts: NONE,
+    filterServices: NONE,
+    filterExternal: NONE,
+    filterNodePorts: NONE,
+    filterFirewall: NONE,
   };
   const match = (ip: string, port: number) => `-m ${proto} -p ${proto} -d ${ip} --dport ${port}`;
   const internalChain = p.internalPolicyLocal ? b.svl : b.svc;
@@ -463,22 +475,32 @@ function planBlock(p: ServicePortState): ServiceBlock {
 
   // Capture the cluster IP.
   if (!sel.internalNoEndpoints) {
-    b.natServices.push(
+    add(
+      b,
+      'natServices',
       `-A ${KUBE_SERVICES} ${comment(`${name} cluster IP`)} ${match(p.clusterIP, p.port)} -j ${internalChain}`,
     );
   } else {
     const [target, why] = noEndpointRule(name, sel.internalNoEndpoints);
-    b.filterServices.push(`-A ${KUBE_SERVICES} ${comment(why)} ${match(p.clusterIP, p.port)} -j ${target}`);
+    add(
+      b,
+      'filterServices',
+      `-A ${KUBE_SERVICES} ${comment(why)} ${match(p.clusterIP, p.port)} -j ${target}`,
+    );
   }
   // External IPs.
   for (const ip of p.externalIPs) {
     if (p.hasEndpoints) {
-      b.natServices.push(
+      add(
+        b,
+        'natServices',
         `-A ${KUBE_SERVICES} ${comment(`${name} external IP`)} ${match(ip, p.port)} -j ${b.ext}`,
       );
     }
     if (external) {
-      b.filterExternal.push(
+      add(
+        b,
+        'filterExternal',
         `-A ${KUBE_EXTERNAL_SERVICES} ${comment(external[1])} ${match(ip, p.port)} -j ${external[0]}`,
       );
     }
@@ -486,19 +508,25 @@ function planBlock(p: ServicePortState): ServiceBlock {
   // Load-balancer ingress IPs.
   for (const ip of p.loadBalancerIPs) {
     if (p.hasEndpoints) {
-      b.natServices.push(
+      add(
+        b,
+        'natServices',
         `-A ${KUBE_SERVICES} ${comment(`${name} loadbalancer IP`)} ${match(ip, p.port)} -j ${lbChain}`,
       );
     }
     if (b.usesFirewall) {
-      b.filterFirewall.push(
+      add(
+        b,
+        'filterFirewall',
         `-A ${KUBE_PROXY_FIREWALL} ${comment(`${name} traffic not accepted by ${b.fw}`)} ${match(ip, p.port)} -j DROP`,
       );
     }
   }
   if (external) {
     for (const ip of p.loadBalancerIPs) {
-      b.filterExternal.push(
+      add(
+        b,
+        'filterExternal',
         `-A ${KUBE_EXTERNAL_SERVICES} ${comment(external[1])} ${match(ip, p.port)} -j ${external[0]}`,
       );
     }
@@ -506,18 +534,24 @@ function planBlock(p: ServicePortState): ServiceBlock {
   // Node ports.
   if (p.nodePort > 0) {
     if (p.hasEndpoints) {
-      b.natNodePorts.push(
+      add(
+        b,
+        'natNodePorts',
         `-A ${KUBE_NODEPORTS} ${comment(name)} -m ${proto} -p ${proto} --dport ${p.nodePort} -j ${b.ext}`,
       );
     }
     if (external) {
-      b.filterExternal.push(
+      add(
+        b,
+        'filterExternal',
         `-A ${KUBE_EXTERNAL_SERVICES} ${comment(external[1])} -m addrtype --dst-type LOCAL -m ${proto} -p ${proto} --dport ${p.nodePort} -j ${external[0]}`,
       );
     }
   }
   if (p.healthCheckNodePort > 0) {
-    b.filterNodePorts.push(
+    add(
+      b,
+      'filterNodePorts',
       `-A ${KUBE_NODEPORTS} ${comment(`${name} health check node port`)} -m tcp -p tcp --dport ${p.healthCheckNodePort} -j ACCEPT`,
     );
   }
@@ -532,8 +566,8 @@ function planBlock(p: ServicePortState): ServiceBlock {
 
 /**
  * Renders the rules of a block's chains into `arena` as one range, chain after chain in the order of
- * `b.chains`, so consecutive blocks make one contiguous range of output. The rules repeated per endpoint (the bulk)
- * are written piece by piece; the others as one string each.
+ * `b.chains`, so consecutive blocks make one contiguous range of output. Each rule goes into the arena
+ * as soon as it is made.
  */
 function writeBody(b: ServiceBlock, node: NodeContext, large: boolean, arena: TextArena): void {
   const p = b.port;
@@ -541,7 +575,6 @@ function writeBody(b: ServiceBlock, node: NodeContext, large: boolean, arena: Te
   const name = p.name;
   const proto = p.protocol.toLowerCase();
   const firstSep = b.chains.length - p.allReachableEndpoints.length;
-  const sepNames = b.chains.slice(firstSep);
   const offsets = new Uint32Array(b.chains.length + 1);
   const lineCounts = new Uint32Array(b.chains.length);
   let ruleCount = 0;
@@ -592,16 +625,9 @@ function writeBody(b: ServiceBlock, node: NodeContext, large: boolean, arena: Te
     for (const l of lines) arena.line(l);
     let count = lines.length;
     if (c === svc) {
-      count += dispatch(
-        arena,
-        p,
-        svc,
-        p.clusterEndpoints,
-        endpointNames(p, p.clusterEndpoints, sepNames),
-        large,
-      );
+      count += dispatch(arena, p, svc, p.clusterEndpoints, b.chains, firstSep, large);
     } else if (c === svl) {
-      count += dispatch(arena, p, svl, p.localEndpoints, endpointNames(p, p.localEndpoints, sepNames), large);
+      count += dispatch(arena, p, svl, p.localEndpoints, b.chains, firstSep, large);
     }
     lineCounts[i] = count;
     ruleCount += count;
@@ -614,13 +640,13 @@ function writeBody(b: ServiceBlock, node: NodeContext, large: boolean, arena: Te
   const affinity = p.sessionAffinity === 'ClientIP';
   const endpoints = p.allReachableEndpoints;
   for (let i = 0; i < endpoints.length; i++) {
-    const sep = sepNames[i]!;
+    const sep = b.chains[firstSep + i]!;
     const ep = endpoints[i]!;
     offsets[firstSep + i] = arena.written;
-    arena.text('-A ').text(sep).text(sepHead).text(' -s ').text(ep.ip).line(MARK_MASQ_JUMP);
-    arena.text('-A ').text(sep).text(sepHead);
-    if (affinity) arena.text(' -m recent --name ').text(sep).text(' --set');
-    arena.text(dnat).line(ep.endpoint);
+    arena.text(`-A ${sep}${sepHead} -s ${ep.ip} -j ${KUBE_MARK_MASQ}\n`);
+    arena.text(
+      `-A ${sep}${sepHead}${affinity ? ` -m recent --name ${sep} --set` : ''}${dnat}${ep.endpoint}\n`,
+    );
     lineCounts[firstSep + i] = 2;
     ruleCount += 2;
   }
@@ -630,21 +656,11 @@ function writeBody(b: ServiceBlock, node: NodeContext, large: boolean, arena: Te
   b.lineCounts = lineCounts;
 }
 
-const MARK_MASQ_JUMP = ` -j ${KUBE_MARK_MASQ}`;
-
-/** Endpoint chain names of `endpoints`: those of the reachable endpoints when it is that same list. */
-function endpointNames(
-  p: ServicePortState,
-  endpoints: ServicePortState['endpoints'],
-  reachableNames: string[],
-): readonly string[] {
-  return endpoints === p.allReachableEndpoints ? reachableNames : endpoints.map((ep) => endpointChain(p, ep));
-}
-
 /**
  * A service (or service-local) chain's dispatch, written into the open range of `arena`: affinity
  * checks, then one rule per endpoint, each but the last taken with probability 1/(endpoints left).
- * Returns the number of rules.
+ * Returns the number of rules. The endpoint chains' names are `chains` from `firstSep` on when `endpoints`
+ * is the port's list of reachable endpoints (the usual case), else computed.
  *
  *   -A CHAIN [-m comment --comment "NAME -> IP:PORT"] -m recent --name SEP --rcheck --seconds T --reap -j SEP
  *   -A CHAIN [-m comment --comment "NAME -> IP:PORT"] [-m statistic --mode random --probability P] -j SEP
@@ -654,25 +670,28 @@ function dispatch(
   p: ServicePortState,
   chain: string,
   endpoints: ServicePortState['endpoints'],
-  names: readonly string[],
+  chains: readonly string[],
+  firstSep: number,
   large: boolean,
 ): number {
   const n = endpoints.length;
-  const ruleHead = (i: number) => {
-    arena.text('-A ').text(chain);
-    if (!large) arena.text(' ').text(comment(`${p.name} -> ${endpoints[i]!.endpoint}`));
-  };
+  const reachable = endpoints === p.allReachableEndpoints;
+  const names = reachable ? chains : endpoints.map((ep) => endpointChain(p, ep));
+  const first = reachable ? firstSep : 0;
+  // The comment "NAME -> IP:PORT" always has spaces, so it is always quoted.
+  const commentHead = large ? '' : ` -m comment --comment "${p.name.replace(/"/g, '\\"')} -> `;
+  const ruleHead = (i: number) =>
+    large ? `-A ${chain}` : `-A ${chain}${commentHead}${endpoints[i]!.endpoint}"`;
   if (p.sessionAffinity === 'ClientIP') {
     const check = ` --rcheck --seconds ${p.stickyMaxAgeSeconds} --reap -j `;
     for (let i = 0; i < n; i++) {
-      ruleHead(i);
-      arena.text(' -m recent --name ').text(names[i]!).text(check).line(names[i]!);
+      const sep = names[first + i]!;
+      arena.text(`${ruleHead(i)} -m recent --name ${sep}${check}${sep}\n`);
     }
   }
   for (let i = 0; i < n; i++) {
-    ruleHead(i);
-    if (i < n - 1) arena.text(' -m statistic --mode random --probability ').text(probability(n - i));
-    arena.text(' -j ').line(names[i]!);
+    const pick = i < n - 1 ? ` -m statistic --mode random --probability ${probability(n - i)}` : '';
+    arena.text(`${ruleHead(i)}${pick} -j ${names[first + i]!}\n`);
   }
   return (p.sessionAffinity === 'ClientIP' ? 2 : 1) * n;
 }

@@ -13,13 +13,27 @@ export const sameSpan = (a: Span | undefined, b: Span): boolean =>
 
 const BLOCK_BYTES = 1 << 20;
 const NEWLINE = 10;
+/** Up to this many characters a string is copied by a JavaScript loop (measured: the quicker side). */
+const SHORT_TEXT = 16;
+
+// Buffer's own UTF-8 writer, without `write()`'s argument handling, which dominated the first renders
+// of a process (before the JIT has optimised it). Node has had it on every Buffer since its first
+// versions; `write` stands in where it is missing. (Called as a method: through `.call` it is slow.)
+interface Utf8Writer {
+  utf8Write(s: string, offset: number): number;
+}
+const writeUtf8: (buf: Buffer, s: string, offset: number) => number =
+  typeof (Buffer.prototype as Partial<Utf8Writer>).utf8Write === 'function'
+    ? (buf, s, offset) => (buf as unknown as Utf8Writer).utf8Write(s, offset)
+    : (buf, s, offset) => buf.write(s, offset, 'utf8');
 
 /**
  * Rule text written straight into large byte blocks. A render keeps each chain's rules as a range of a
  * block, not as a string: 5,000 services leave a few buffers outside the JavaScript heap instead of
  * 150,000 strings for the garbage collector to copy, and the ranges go to iptables-restore as they are.
- * Rules are written piece by piece (`text` of names, addresses and fixed words), so the bulk of the
- * output never exists as strings at all. Blocks are never reused: a range stays valid while held.
+ * A rule is written as soon as it is made (a short-lived string, dead before the next garbage
+ * collection), so the output is never held as strings. Blocks are never reused: a range stays valid
+ * while held.
  */
 export class TextArena {
   private buf = Buffer.allocUnsafe(BLOCK_BYTES);
@@ -48,19 +62,26 @@ export class TextArena {
     return this.pos;
   }
 
-  /** Appends `s`: ASCII byte for byte (what rules are made of); anything else as UTF-8. */
+  /**
+   * Appends `s` as UTF-8. Short strings (most pieces of a rule: names, addresses, "-A ") are copied
+   * byte by byte in JavaScript, which costs less than a call into the native encoder; longer ones go to
+   * the encoder, which is fast from the first call on, before the JIT has optimised this loop.
+   */
   text(s: string): this {
     const n = s.length;
     if (this.pos + 3 * n > this.buf.length) this.grow(3 * n);
     const buf = this.buf;
     let pos = this.pos;
-    for (let i = 0; i < n; i++) {
-      const c = s.charCodeAt(i);
-      if (c >= 0x80) {
-        pos += buf.write(s.slice(i), pos, 'utf8');
-        break;
+    if (n > SHORT_TEXT) pos += writeUtf8(buf, s, pos);
+    else {
+      for (let i = 0; i < n; i++) {
+        const c = s.charCodeAt(i);
+        if (c >= 0x80) {
+          pos += writeUtf8(buf, s.slice(i), pos);
+          break;
+        }
+        buf[pos++] = c;
       }
-      buf[pos++] = c;
     }
     this.pos = pos;
     return this;
@@ -115,7 +136,7 @@ export class ChunkWriter {
 
   /** A chain line (`:NAME - [0:0]`): creates the chain, or flushes it if it exists. */
   declare(chain: string): void {
-    this.arena.begin().text(':').text(chain).text(' - [0:0]').newline();
+    this.arena.begin().text(`:${chain} - [0:0]\n`);
     this.own();
   }
 
