@@ -110,7 +110,7 @@ export class Kubelet implements PodSyncer {
       logger: this.logger.child('kuberuntime'),
       cache: this.runtimeCache,
     });
-    this.statusManager = new StatusManager(bus);
+    this.statusManager = new StatusManager(bus, this.logger.child('status'));
     this.workers = new PodWorkers(this, clock, this.logger.child('pod-workers'), {
       resyncIntervalMs: options.syncFrequencyMs ?? 60_000,
     });

@@ -268,6 +268,14 @@ export class KubeRuntime {
     volumesReady.catch(() => undefined); // handled below, after the sandbox
     const imagesPresent = new Map<string, Promise<Image | undefined>>();
     let sandboxRead: Promise<RuntimeSandbox> | undefined;
+    // The new sandbox's status (its IP, for the pod status) is read while the first container starts:
+    // StartContainer takes long enough to hide it, CreateContainer would wait on it in containerd.
+    const readNewSandbox = () => {
+      if (actions.createSandbox && !sandboxRead) {
+        sandboxRead = this.readSandbox(sandboxId, actions.attempt);
+        sandboxRead.catch(() => undefined); // awaited after the containers start
+      }
+    };
     if (actions.createSandbox) {
       for (const c of toStart) {
         const present = this.images.imagePresent(c);
@@ -284,12 +292,10 @@ export class KubeRuntime {
             }),
           )
         ).podSandboxId;
-        sandboxRead = this.readSandbox(sandboxId, actions.attempt);
         if (toStart.some(usesPodIP)) {
+          sandboxRead = this.readSandbox(sandboxId, actions.attempt);
           result.created.sandbox = await sandboxRead;
           podIP = result.created.sandbox.ip;
-        } else {
-          sandboxRead.catch(() => undefined); // awaited after the containers start
         }
         result.changed = true;
       } catch (err) {
@@ -312,6 +318,7 @@ export class KubeRuntime {
       for (const c of pod.spec!.containers)
         result.waiting.set(c.name, { reason: 'ContainerCreating', message });
       wants(10_000);
+      readNewSandbox();
       await this.settleSandboxRead(result, sandboxRead);
       return result;
     }
@@ -328,6 +335,7 @@ export class KubeRuntime {
           hostIP,
           volumePaths,
           imagesPresent.get(container.name),
+          readNewSandbox,
         );
         if (outcome.started) {
           result.waiting.delete(container.name);
@@ -350,6 +358,7 @@ export class KubeRuntime {
         result.waiting.delete(name);
       }
     }
+    readNewSandbox();
     await this.settleSandboxRead(result, sandboxRead);
     return result;
   }
@@ -460,6 +469,8 @@ export class KubeRuntime {
     hostIP: string,
     volumePaths: Map<string, string>,
     imagePresent?: Promise<Image | undefined>,
+    /** Called once the container exists, as its start begins. */
+    created?: () => void,
   ): Promise<{ started: boolean; containerId?: string; waiting?: WaitingReason; retryAt?: number }> {
     const clock = this.options.clock;
     const latest = status.containers.find((c) => c.name === container.name);
@@ -549,6 +560,7 @@ export class KubeRuntime {
         retryAt: clock.now() + 10_000,
       };
     }
+    created?.();
     try {
       await this.runtime.startContainer({ containerId });
     } catch (err) {

@@ -23,6 +23,8 @@ function countingKubelet(clock = new VirtualClock(), fake?: FakeRuntime, houseke
   const runtime = fake ?? new FakeRuntime({ clock, logger, config: {} });
   runtime.loadImage('busybox:1.36'); // present, as on a node that runs it (IfNotPresent: no pull)
   const calls: Calls = new Map();
+  /** The per-pod calls (not whole-runtime lists), in the order they were made. */
+  const order: string[] = [];
   /** Hooks run before a call is made, by method (to interleave a relist with a sync). */
   const before = new Map<string, () => Promise<void>>();
   const counted = new Proxy(runtime, {
@@ -34,6 +36,7 @@ function countingKubelet(clock = new VirtualClock(), fake?: FakeRuntime, houseke
         const filter = (args[0] as { filter?: { labelSelector?: object } } | undefined)?.filter;
         const key = prop.startsWith('list') && !filter?.labelSelector ? `${prop}(all)` : prop;
         calls.set(key, (calls.get(key) ?? 0) + 1);
+        if (!key.endsWith('(all)')) order.push(key);
         await before.get(prop)?.();
         return (value as (...a: unknown[]) => unknown).apply(target, args);
       };
@@ -66,6 +69,7 @@ function countingKubelet(clock = new VirtualClock(), fake?: FakeRuntime, houseke
     kubelet,
     source,
     calls,
+    order,
     before,
     perPod,
     running,
@@ -94,6 +98,14 @@ test('a new pod starts without listing the runtime for it: the three calls of a 
   await k.clock.advance(0);
   t.true(k.running('uid-web'));
   t.deepEqual(k.perPod(), startOnly);
+  // The sandbox's IP is read while the container starts (CreateContainer does not wait on it in the
+  // runtime), and it is in the pod's status all the same.
+  const at = (call: string) => k.order.indexOf(call);
+  t.true(at('createContainer') < at('podSandboxStatus'), k.order.join(', '));
+  t.true(at('podSandboxStatus') < at('startContainer'), k.order.join(', '));
+  const status = k.kubelet.podList().items.find((p) => p.metadata?.uid === 'uid-web')?.status;
+  t.truthy(status?.podIP);
+  t.deepEqual(status?.podIPs, [{ ip: status!.podIP! }]);
 
   // The relists that see the new sandbox and container find what the sync saw: no second sync.
   await k.clock.advance(5_000);
