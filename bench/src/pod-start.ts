@@ -12,10 +12,12 @@
  *   nodelet  one `nodelet kubelet --runtime containerd` child process for the whole run (the CLI, as a
  *            node operator starts it), on a temporary manifest directory, root dir and pod log dir. t0 is
  *            just before the N manifest files are written (new pod names in every run: pods the node
- *            has not run, not the UIDs it removed a moment ago); the end is the first poll of its
- *            read-only `/pods` (every 20 ms × √N, at most 100 ms) that shows all N pods Running with
- *            every container running. Then the manifests are removed and the run waits until nodelet
- *            and containerd hold none of them.
+ *            has not run, not the UIDs it removed a moment ago); the end is when the kubelet's status
+ *            of the last of the N pods says Running with its container running — seen on the
+ *            kubelet's stderr, where at `--v 2` it logs every pod status change as it makes it (no
+ *            poll's lag, no poll's CPU), and checked once more on its read-only `/pods` afterwards.
+ *            Then the manifests are removed and the run waits until nodelet and containerd hold none
+ *            of them.
  *   floor    for each pod, RunPodSandbox + CreateContainer + StartContainer through @nodelet/cri's gRPC
  *            client, with the requests the kubelet makes (its own KubeRuntime.sandboxConfig; the same
  *            image, command, labels, annotations, log path and resources), built before t0; all N pods
@@ -170,7 +172,7 @@ async function freePort(): Promise<number> {
   });
 }
 
-/** One kept-alive connection for the polls, as a client that watches a kubelet would hold. */
+/** One kept-alive connection for the reads of /pods. */
 const pollAgent = new Agent({ keepAlive: true, maxSockets: 1 });
 
 function getPods(port: number): Promise<Pod[]> {
@@ -195,15 +197,6 @@ function getPods(port: number): Promise<Pod[]> {
     req.end();
   });
 }
-
-/**
- * How often /pods is polled while N pods start: 20 ms × √N, at most 100 ms (20, 63, 100 ms for 1, 10,
- * 30 pods). Each poll costs the kubelet CPU that containerd does not get on 2 cores (0.4 ms on the
- * kept-alive connection, 0.8 ms on a new one, for one pod; more with more pods), and a poll every p ms
- * adds p/2 ms of lag on average: over a start of ≈ N × 0.5 s the two balance near p = 20 ms × √N. (A
- * 5 ms poll at N = 1 took 100 ms of the kubelet's CPU and slowed the start it measured.)
- */
-const pollMs = (n: number) => Math.min(100, Math.round(20 * Math.sqrt(n)));
 
 const allRunning = (pods: Pod[], n: number) =>
   pods.length === n &&
@@ -242,15 +235,41 @@ async function sampleRss(pid: number, windowMs = 3000): Promise<{ median: number
 // The kubelet under test
 // ------------------------------------------------------------------------------------------------
 
+/** The kubelet's debug line for a status change (`--v 2`): `... Pod status updated pod="ns/name" ... running="k/n"`. */
+const STATUS_LINE = /\] Pod status updated pod="[^"/]*\/([^"]+)" .*phase="(\w+)" running="(\d+)\/(\d+)"/;
+
 class Nodelet {
   stderr = '';
+  private partial = '';
+  /** Pods whose latest status has every container running, by name (from the kubelet's log). */
+  private readonly runningPods = new Set<string>();
+  private waiting: { names: string[]; done: () => void } | undefined;
+
   private constructor(
     readonly child: ChildProcess,
     readonly port: number,
     readonly manifests: string,
     readonly node: string,
   ) {
-    child.stderr!.setEncoding('utf8').on('data', (s: string) => (this.stderr += s));
+    child.stderr!.setEncoding('utf8').on('data', (s: string) => this.onStderr(s));
+  }
+
+  /**
+   * Follows the kubelet's status changes as it logs them: the moment a pod's status says Running is
+   * seen when it happens, with none of a poll's lag and none of its CPU in the kubelet.
+   */
+  private onStderr(s: string): void {
+    if (this.stderr.length < 1 << 20) this.stderr += s;
+    const lines = (this.partial + s).split('\n');
+    this.partial = lines.pop()!;
+    for (const line of lines) {
+      const m = STATUS_LINE.exec(line);
+      if (!m) continue;
+      const [, name, phase, running, total] = m;
+      if (phase === 'Running' && running === total && Number(total) > 0) this.runningPods.add(name!);
+      else this.runningPods.delete(name!);
+    }
+    if (this.waiting?.names.every((n) => this.runningPods.has(n))) this.waiting.done();
   }
 
   static async start(dir: string, runtimeEndpoint = endpoint, node = NODE): Promise<Nodelet> {
@@ -280,6 +299,9 @@ class Nodelet {
         node,
         '--config',
         join(dir, 'nodelet.yaml'),
+        // Debug level: the kubelet logs each pod status change, which is how the runs see the end.
+        '--v',
+        '2',
       ],
       { stdio: ['ignore', 'ignore', 'pipe'] },
     );
@@ -300,22 +322,47 @@ class Nodelet {
   /** When the last run's manifests were written (performance.now()). */
   lastT0 = 0;
 
-  /** Writes N manifests; resolves with ms until /pods shows them all Running. */
+  /**
+   * Writes N manifests; resolves with ms until the kubelet's status of every one says Running with its
+   * container running (its log line), checked once more on /pods afterwards.
+   */
   async run(n: number): Promise<number> {
     const run = ++this.runs;
+    const names = Array.from({ length: n }, (_, i) => `start-${run}-${i}-${this.node}`);
+    let end = 0;
+    const allRunningSeen = new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiting = undefined;
+        reject(
+          new Error(
+            `timed out after ${timeoutMs} ms waiting for ${n} pods Running:\n${this.stderr.slice(-2000)}`,
+          ),
+        );
+      }, timeoutMs);
+      this.waiting = {
+        names,
+        done: () => {
+          end = performance.now();
+          clearTimeout(timer);
+          this.waiting = undefined;
+          resolve();
+        },
+      };
+    });
     const t0 = (this.lastT0 = performance.now());
     await Promise.all(
       Array.from({ length: n }, (_, i) =>
         writeFile(join(this.manifests, `start-${run}-${i}.yaml`), manifest(i, run)),
       ),
     );
-    await until(
-      `${n} pods Running`,
-      async () => (allRunning(await getPods(this.port), n) ? true : undefined),
-      timeoutMs,
-      pollMs(n),
-    );
-    return performance.now() - t0;
+    await allRunningSeen;
+    const pods = await getPods(this.port);
+    if (!allRunning(pods, n)) {
+      throw new Error(
+        `the kubelet logged ${n} pods Running but /pods disagrees: ${JSON.stringify(pods.map((p) => p.status))}`,
+      );
+    }
+    return end - t0;
   }
 
   async clean(n: number, cri: CriClient): Promise<void> {
@@ -468,7 +515,7 @@ interface CallCounts {
   ms: number;
   /** t0 until the first call for the pods reached containerd (manifests read, parsed, pods dispatched). */
   firstCallMs: number;
-  /** The last StartContainer answered until /pods showed all Running (status read back, reported, polled). */
+  /** The last StartContainer answered until the kubelet's status said all Running (status read back, set). */
   afterLastStartMs: number;
   /**
    * N = 1: the run minus containerd's own time for the three calls the floor makes (RunPodSandbox,
