@@ -1,39 +1,16 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { systemEnv } from '@nodelet/proxy';
-import { mountsUnder } from '../e2e-containerd/helpers.js';
-import { kubectlPath } from '../e2e-containerd/nodelet-up.js';
-import { type ChildExit, TestChild } from '../e2e-containerd/test-child.js';
-import { MAIN, pollUntil, type RunResult } from '../test-helpers.js';
+import { kubectlPath, type NodeletUp, run } from '../e2e-containerd/nodelet-up.js';
+import { MAIN, type RunResult } from '../test-helpers.js';
 
 /**
- * Helpers of the proxy's end-to-end tests: `nodelet up` with its proxy, on the host or inside a network
- * namespace the test created (then kubectl, iptables-save and nft run in there too, and whatever the
- * proxy programs dies with the namespace); the rules as a user reads them (iptables-save, nft list).
+ * Helpers of the proxy's end-to-end tests, beside `NodeletUp` (which runs `nodelet up` on the host or in
+ * a network namespace the test created, where kubectl, iptables-save and nft then run too, and whatever
+ * the proxy programs dies with the namespace): namespaces, `nodelet proxy`, and the rules as a user
+ * reads them (iptables-save, nft list).
  */
-
-/** Runs a command on the host, or inside network namespace `netns`; never rejects. */
-export function run(
-  netns: string | undefined,
-  command: string,
-  args: string[],
-  options: { input?: string; timeoutMs?: number } = {},
-): Promise<RunResult> {
-  const [file, argv] = netns ? ['ip', ['netns', 'exec', netns, command, ...args]] : [command, args];
-  return new Promise((resolve) => {
-    const child = execFile(
-      file,
-      argv,
-      { timeout: options.timeoutMs ?? 60_000, encoding: 'utf8', env: systemEnv(), maxBuffer: 64 << 20 },
-      (err, stdout, stderr) =>
-        resolve({ code: err ? Number((err as { code?: number }).code ?? 1) || 1 : 0, stdout, stderr }),
-    );
-    if (options.input !== undefined) child.stdin?.end(options.input);
-  });
-}
 
 /** A network namespace of the test's own (`nlp-<random>-up`), loopback up; `destroy` removes it. */
 export class TestNetns {
@@ -62,133 +39,6 @@ export class TestNetns {
       }
     }
     await run(undefined, 'ip', ['netns', 'del', this.name]);
-  }
-}
-
-/** `nodelet up --data-dir … --port 0 …`, on the host or in a namespace, until `stop()`. */
-export class UpProcess {
-  readonly kubeconfig: string;
-  private stdoutText = '';
-  private stderrText = '';
-  private readonly proc: TestChild;
-
-  private constructor(
-    readonly dataDir: string,
-    readonly netns: string | undefined,
-    child: ChildProcess,
-  ) {
-    this.kubeconfig = join(dataDir, 'kubeconfig');
-    child.stdout!.setEncoding('utf8');
-    child.stderr!.setEncoding('utf8');
-    child.stdout!.on('data', (d: string) => (this.stdoutText += d));
-    child.stderr!.on('data', (d: string) => (this.stderrText += d));
-    this.proc = new TestChild(child);
-  }
-
-  /** A new data directory, with `config` (a NodeletConfiguration's text) written to it when given. */
-  static newDataDir(config?: string): { dataDir: string; configPath?: string } {
-    const dataDir = mkdtempSync(join(tmpdir(), 'nodelet-e2e-proxy-'));
-    if (config === undefined) return { dataDir };
-    const configPath = join(dataDir, 'nodelet.yaml');
-    writeFileSync(configPath, config);
-    return { dataDir, configPath };
-  }
-
-  /** Starts it and waits (bounded) until it prints its kubectl line. */
-  static async start(dataDir: string, args: string[], netns?: string): Promise<UpProcess> {
-    const argv = [MAIN, 'up', '--data-dir', dataDir, '--port', '0', ...args];
-    // `ip netns exec` execs the command (no fork), so the child's PID is nodelet's.
-    const child = netns
-      ? spawn('ip', ['netns', 'exec', netns, process.execPath, ...argv], {
-          stdio: ['ignore', 'pipe', 'pipe'],
-          env: systemEnv(),
-        })
-      : spawn(process.execPath, argv, { stdio: ['ignore', 'pipe', 'pipe'], env: systemEnv() });
-    const up = new UpProcess(dataDir, netns, child);
-    await pollUntil(
-      'nodelet up to print its kubectl line',
-      async () => {
-        if (up.proc.exited) throw new Error(`nodelet up exited during startup:\n${up.stderrText}`);
-        return /^try: /m.test(up.stdoutText) ? true : undefined;
-      },
-      { timeoutMs: 30_000, intervalMs: 50, describe: () => `${up.stdoutText}\n${up.stderrText}` },
-    );
-    return up;
-  }
-
-  stdout(): string {
-    return this.stdoutText;
-  }
-
-  stderr(): string {
-    return this.stderrText;
-  }
-
-  get exited(): boolean {
-    return this.proc.exited;
-  }
-
-  /** The proxy's /healthz URL from the startup lines. */
-  get healthz(): string | undefined {
-    return /healthz (http:\/\/\S+)/.exec(this.stdoutText)?.[1];
-  }
-
-  kubectl(args: string[], input?: string): Promise<RunResult> {
-    return run(
-      this.netns,
-      kubectlPath,
-      ['--kubeconfig', this.kubeconfig, '--cache-dir', join(this.dataDir, 'kubectl-cache'), ...args],
-      input === undefined ? {} : { input },
-    );
-  }
-
-  /** kubectl that must succeed; returns its stdout. */
-  async kubectlOk(args: string[], input?: string): Promise<string> {
-    const r = await this.kubectl(args, input);
-    if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr || r.stdout}`);
-    return r.stdout;
-  }
-
-  async waitNodeReady(node: string): Promise<void> {
-    await pollUntil(
-      `node ${node} to be Ready`,
-      async () => {
-        const r = await this.kubectl(['get', 'node', node, '--no-headers']);
-        return /\sReady\s/.test(r.stdout) ? true : undefined;
-      },
-      { timeoutMs: 30_000, intervalMs: 200, describe: () => this.stderrText.slice(-3000) },
-    );
-  }
-
-  /** Pod IPs of the Running pods with this label, by pod name. */
-  async podIPs(selector: string): Promise<Map<string, string>> {
-    const out = await this.kubectlOk([
-      'get',
-      'pods',
-      '-l',
-      selector,
-      '-o',
-      'jsonpath={range .items[*]}{.metadata.name}={.status.podIP}={.status.phase}{"\\n"}{end}',
-    ]);
-    const ips = new Map<string, string>();
-    for (const line of out.split('\n')) {
-      const [name, ip, phase] = line.split('=');
-      if (name && ip && phase === 'Running') ips.set(name, ip);
-    }
-    return ips;
-  }
-
-  /** SIGTERM, SIGKILL after `graceMs`; resolves with how it ended. */
-  stop(graceMs = 20_000): Promise<ChildExit> {
-    return this.proc.stop(graceMs);
-  }
-
-  /** Removes the data directory (after unmounting what a kubelet left mounted under it). */
-  dispose(): void {
-    for (const { point } of mountsUnder(this.dataDir + '/').sort((a, b) => b.point.length - a.point.length)) {
-      void run(undefined, 'umount', ['-l', point]);
-    }
-    rmSync(this.dataDir, { recursive: true, force: true });
   }
 }
 
@@ -281,7 +131,7 @@ export class SliceWatch {
   private readonly slices = new Map<string, { ip: string; ready: boolean; serving: boolean }[]>();
   private buffer = '';
 
-  constructor(up: UpProcess, service: string) {
+  constructor(up: NodeletUp, service: string) {
     const args = [
       '--kubeconfig',
       up.kubeconfig,

@@ -2,18 +2,9 @@ import { rmSync } from 'node:fs';
 import test, { type ExecutionContext } from 'ava';
 import { requireContainerd } from '@nodelet/runtime-cri/testing';
 import { BUSYBOX, httpGet, inPodCidr, nodeName, sweepNode } from '../e2e-containerd/helpers.js';
-import { requireKubectl } from '../e2e-containerd/nodelet-up.js';
+import { NodeletUp, requireKubectl, run } from '../e2e-containerd/nodelet-up.js';
 import { pollUntil } from '../test-helpers.js';
-import {
-  dnatTargets,
-  kubeChains,
-  natRules,
-  nftDnatTargets,
-  nftTable,
-  nodeletProxy,
-  run,
-  UpProcess,
-} from './cluster.js';
+import { dnatTargets, kubeChains, natRules, nftDnatTargets, nftTable, nodeletProxy } from './cluster.js';
 
 /**
  * One command gives a cluster whose ClusterIPs answer: `nodelet up --runtime containerd --proxy-mode
@@ -40,7 +31,7 @@ if (containerd && kubectl) {
   const state: {
     routeChecked: boolean;
     routeAdded: boolean;
-    clusters: UpProcess[];
+    clusters: NodeletUp[];
     dirs: string[];
     nodes: string[];
   } = {
@@ -111,7 +102,7 @@ spec:
   }
 
   /** Waits until the rules send clusterIP:80 to exactly these pod IPs (all on the CNI bridge). */
-  async function waitTargets(mode: Mode, clusterIP: string, podIPs: string[], up: UpProcess): Promise<void> {
+  async function waitTargets(mode: Mode, clusterIP: string, podIPs: string[], up: NodeletUp): Promise<void> {
     const want = podIPs.map((ip) => `${ip}:8080`).sort();
     if (!podIPs.every(inPodCidr)) throw new Error(`pod IPs ${podIPs.join(', ')} are not on the CNI bridge`);
     let last: string[] = [];
@@ -153,20 +144,16 @@ spec:
     mode: Mode,
     tag: string,
     dataDir?: string,
-  ): Promise<UpProcess> {
+  ): Promise<NodeletUp> {
     const started = Date.now();
     const node = nodeName(tag);
     if (!state.nodes.includes(node)) state.nodes.push(node);
-    const dir = dataDir ?? UpProcess.newDataDir().dataDir;
+    const dir = dataDir ?? NodeletUp.newDataDir().dataDir;
     if (!state.dirs.includes(dir)) state.dirs.push(dir);
-    const up = await UpProcess.start(dir, [
-      '--runtime',
-      'containerd',
-      '--proxy-mode',
-      mode,
-      '--hostname-override',
-      node,
-    ]);
+    const up = await NodeletUp.start(
+      ['--runtime', 'containerd', '--proxy-mode', mode, '--hostname-override', node],
+      { dataDir: dir },
+    );
     state.clusters.push(up);
     await up.waitNodeReady(node);
     t.log(`${mode}: nodelet up serving with a Ready node in ${Date.now() - started} ms`);
@@ -175,7 +162,7 @@ spec:
 
   /** Applies the Service and web-1, web-2; returns the ClusterIP and the pod IPs once both are ready. */
   async function deploy(
-    up: UpProcess,
+    up: NodeletUp,
     app: string,
   ): Promise<{ clusterIP: string; ips: Map<string, string> }> {
     await up.kubectlOk(
@@ -192,7 +179,7 @@ spec:
   async function scenario(
     t: ExecutionContext,
     mode: Mode,
-    up: UpProcess,
+    up: NodeletUp,
   ): Promise<{ clusterIP: string; ip2: string }> {
     const app = `web-${mode}`;
     const applied = Date.now();

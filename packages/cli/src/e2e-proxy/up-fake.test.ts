@@ -1,18 +1,9 @@
 import { rmSync } from 'node:fs';
 import test from 'ava';
 import { netnsSupport } from '@nodelet/proxy/testing';
-import { requireKubectl } from '../e2e-containerd/nodelet-up.js';
+import { NodeletUp, requireKubectl, run } from '../e2e-containerd/nodelet-up.js';
 import { freePort, pollUntil } from '../test-helpers.js';
-import {
-  dnatTargets,
-  kubeChains,
-  natRules,
-  nodeletProxy,
-  run,
-  SliceWatch,
-  TestNetns,
-  UpProcess,
-} from './cluster.js';
+import { dnatTargets, kubeChains, natRules, nodeletProxy, SliceWatch, TestNetns } from './cluster.js';
 
 /**
  * `nodelet up` with its proxy, on the fake runtime, driven by the real kubectl: a Service and its pods
@@ -69,7 +60,7 @@ for (const mode of modes) {
   const ctx: {
     ns?: TestNetns;
     dataDir?: string;
-    up?: UpProcess;
+    up?: NodeletUp;
     watch?: SliceWatch;
     port?: number;
     clusterIP?: string;
@@ -160,18 +151,17 @@ for (const mode of modes) {
   }
 
   /** The cluster of this mode, started by its first test (so the modes' clusters run one at a time). */
-  async function startCluster(): Promise<UpProcess> {
+  async function startCluster(): Promise<NodeletUp> {
     if (mode === 'iptables' || isRoot) ctx.ns = await TestNetns.create();
     // A low minSyncPeriod: the measurement below is of the pipeline (watch, change tracker, rule
     // update), not of the rate limit a sync may wait out (upstream default 1 s).
-    const { dataDir, configPath } = UpProcess.newDataDir(
+    const { dataDir, configPath } = NodeletUp.newDataDir(
       `apiVersion: nodelet.dev/v1alpha1\nkind: NodeletConfiguration\nproxy:\n  minSyncPeriod: 100ms\n`,
     );
     ctx.dataDir = dataDir;
-    ctx.up = await UpProcess.start(
-      dataDir,
+    ctx.up = await NodeletUp.start(
       ['--proxy-mode', mode, '--config', configPath!, '--hostname-override', `proxy-${mode}`],
-      ctx.ns?.name,
+      { dataDir, netns: ctx.ns?.name },
     );
     await ctx.up.waitNodeReady(`proxy-${mode}`);
     return ctx.up;

@@ -3,10 +3,10 @@ import { rmSync } from 'node:fs';
 import test from 'ava';
 import { systemEnv } from '@nodelet/proxy';
 import { netnsSupport } from '@nodelet/proxy/testing';
-import { requireKubectl } from '../e2e-containerd/nodelet-up.js';
+import { NodeletUp, requireKubectl, run } from '../e2e-containerd/nodelet-up.js';
 import { TestChild } from '../e2e-containerd/test-child.js';
 import { freePort, MAIN, pollUntil } from '../test-helpers.js';
-import { run, TestNetns, UpProcess } from './cluster.js';
+import { TestNetns } from './cluster.js';
 
 /**
  * The userspace proxy with `nodelet up`, no root needed: a Service's port answers on the proxy's listen
@@ -50,14 +50,14 @@ req.on('error', (e) => process.stdout.write(JSON.stringify({ error: e.code || e.
 `;
 
 if (kubectl && netns.ok) {
-  const ctx: { ns?: TestNetns; dataDir?: string; ups: UpProcess[]; children: TestChild[] } = {
+  const ctx: { ns?: TestNetns; dataDir?: string; ups: NodeletUp[]; children: TestChild[] } = {
     ups: [],
     children: [],
   };
 
   test.before(async () => {
     if (isRoot) ctx.ns = await TestNetns.create();
-    ctx.dataDir = UpProcess.newDataDir().dataDir;
+    ctx.dataDir = NodeletUp.newDataDir().dataDir;
   });
 
   test.after.always(async () => {
@@ -115,11 +115,10 @@ ports: [{name: http, port: ${target}, protocol: TCP}]
     async (t) => {
       const target = await freePort();
       await node(['-e', SERVER, String(target), 'hello from the endpoint'], 'ready');
-      const up = await UpProcess.start(
-        ctx.dataDir!,
-        ['--proxy-mode', 'userspace', '--hostname-override', 'userspace-1'],
-        ctx.ns?.name,
-      );
+      const up = await NodeletUp.start(['--proxy-mode', 'userspace', '--hostname-override', 'userspace-1'], {
+        dataDir: ctx.dataDir!,
+        netns: ctx.ns?.name,
+      });
       ctx.ups.push(up);
       t.regex(
         up.stdout(),
@@ -155,11 +154,10 @@ ports: [{name: http, port: ${target}, protocol: TCP}]
     'nodelet proxy --kubeconfig: the standalone proxy watches the cluster of nodelet up --proxy-mode none',
     async (t) => {
       if (!state.port) return t.fail('needs the Service of the previous test');
-      const up = await UpProcess.start(
-        ctx.dataDir!,
-        ['--proxy-mode', 'none', '--hostname-override', 'userspace-1'],
-        ctx.ns?.name,
-      );
+      const up = await NodeletUp.start(['--proxy-mode', 'none', '--hostname-override', 'userspace-1'], {
+        dataDir: ctx.dataDir!,
+        netns: ctx.ns?.name,
+      });
       ctx.ups.push(up);
       t.regex(up.stdout(), /^proxy: none$/m);
       const target = Number(
