@@ -11,16 +11,18 @@
  *   (a) render   rendering the full rules (in-process; iptables: into the byte chunks it streams, nft:
  *                one string) ÷ the kernel applying exactly that text once (`iptables-restore --noflush`
  *                or `nft -f`) into a fresh namespace. Goal ≤ 0.1.
- *                Medians of --repeat runs (default 3 up to 1,000 services, else 1), each in fresh
- *                namespaces, alternating which of floor and nodelet goes first.
+ *                --repeat runs (default 3 up to 1,000 services, else 1), each in fresh namespaces,
+ *                rotating which of floor and nodelet goes first, each once the kernel has finished
+ *                tearing down the last run's namespaces (the machine idle again); the ratios are the
+ *                medians of each run's own ratio.
  *   (b) full     nodelet's full sync into a fresh namespace (iptables: iptables-save of what exists and
  *                the restore start together, the rules stream into the restore as they are rendered;
  *                nft: render, then nft -f) ÷ that same one-transaction apply (the floor). Goal ≤ 1.1.
  *                For iptables also the same sync not streamed (save, render, restore in turn).
  *   (c) change   one endpoint of one service replaced: nodelet's sync (tracker commit + backend partial
  *                sync) ÷ a minimal hand-made transaction doing the same on a twin namespace (rewrite the
- *                service chain, add the new endpoint chain, delete the old one). Medians of --changes
- *                runs. Goal ≤ 1.2, and never a full resync. Afterwards both namespaces must hold the
+ *                service chain, add the new endpoint chain, delete the old one). The median of
+ *                --changes runs' ratios. Goal ≤ 1.2, and never a full resync. Afterwards both namespaces must hold the
  *                same rules (checked at the smallest N).
  *
  * iptables-nft (the nf_tables back end of iptables) takes minutes per apply above 1,000 services on this
@@ -152,7 +154,37 @@ function exec(
 }
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+
+/** Busy CPU time of the whole machine so far (all CPUs, /proc/stat), in clock ticks. */
+async function busyTicks(): Promise<number> {
+  const [, ...fields] = (await readFile('/proc/stat', 'utf8')).split('\n', 1)[0]!.trim().split(/\s+/);
+  const [user, nice, system, , , irq, softirq, steal] = fields.map(Number);
+  return user! + nice! + system! + irq! + softirq! + steal!;
+}
+
+/**
+ * Waits (at most `maxMs`) until the machine is nearly idle: less than a fifth of one CPU busy over a
+ * quarter of a second. Deleting a namespace returns at once while the kernel frees its tables in the
+ * background, seconds of CPU for tens of megabytes of rules: without this the next repeat's applies
+ * share the CPU with the last one's teardown. Returns the ms waited.
+ */
+async function settle(maxMs = 60_000): Promise<number> {
+  const start = performance.now();
+  const windowMs = 250;
+  const ticksPerMs = 100 / 1000; // USER_HZ
+  while (performance.now() - start < maxMs) {
+    const before = await busyTicks();
+    await new Promise((r) => setTimeout(r, windowMs));
+    if ((await busyTicks()) - before < 0.2 * windowMs * ticksPerMs) break;
+  }
+  return performance.now() - start;
+}
 const r2 = (x: number) => Math.round(x * 100) / 100;
+/**
+ * The median of the per-repeat ratios a[i] / b[i]: each repeat's two sides ran back to back, so a
+ * drift of the machine's speed between repeats cancels out, which a ratio of two medians does not do.
+ */
+const pairedRatio = (a: number[], b: number[]) => median(a.map((x, i) => x / b[i]!));
 
 interface Row {
   backend: BackendName;
@@ -160,8 +192,17 @@ interface Row {
   endpoints: number;
   rules: { bytes: number; lines: number };
   renderMs: number;
-  /** Every repeat's figures (ms), in run order: the medians above come from these. */
-  repeats: { render: number[]; floorApply: number[]; nodeletFull: number[]; notStreamed?: number[] };
+  /**
+   * Every repeat's figures (ms), in run order: the medians come from these, the ratios are medians of
+   * the repeats' own ratios; `settledMs`: how long each repeat waited for the machine to be idle.
+   */
+  repeats: {
+    render: number[];
+    floorApply: number[];
+    nodeletFull: number[];
+    notStreamed?: number[];
+    settledMs: number[];
+  };
   floorApplyMs: number;
   renderRatio: number;
   nodeletFullMs: number;
@@ -336,6 +377,8 @@ async function benchBackend(
   const fulls: number[] = [];
   let text: string | Buffer = '';
   const sequentials: number[] = [];
+  /** ms waited before each repeat for the previous one's namespaces to be torn down by the kernel. */
+  const settled: number[] = [];
   let floorNs: NetnsTopology | undefined;
   let nodeletNs: NetnsTopology | undefined;
   let sequentialNs: NetnsTopology | undefined;
@@ -349,6 +392,7 @@ async function benchBackend(
       await floorNs?.destroy();
       await nodeletNs?.destroy();
       await sequentialNs?.destroy();
+      settled.push(await settle());
       floorNs = await NetnsTopology.create({ backends: 0 });
       nodeletNs = await NetnsTopology.create({ backends: 0 });
       sequentialNs = driver.sequential ? await NetnsTopology.create({ backends: 0 }) : undefined;
@@ -446,18 +490,19 @@ async function benchBackend(
         floorApply: floors.map(r2),
         nodeletFull: fulls.map(r2),
         ...(sequentials.length > 0 ? { notStreamed: sequentials.map(r2) } : {}),
+        settledMs: settled.map(Math.round),
       },
       floorApplyMs: r2(floorMs),
-      renderRatio: Math.round((renderMs / floorMs) * 1000) / 1000,
+      renderRatio: Math.round(pairedRatio(renders, floors) * 1000) / 1000,
       nodeletFullMs: r2(nodeletFullMs),
-      fullRatio: r2(nodeletFullMs / floorMs),
+      fullRatio: r2(pairedRatio(fulls, floors)),
       ...(sequentialMs !== undefined
-        ? { notStreamedMs: r2(sequentialMs), notStreamedRatio: r2(sequentialMs / floorMs) }
+        ? { notStreamedMs: r2(sequentialMs), notStreamedRatio: r2(pairedRatio(sequentials, floors)) }
         : {}),
       change: {
         nodeletMs: r2(nodeletMs),
         handMadeMs: r2(handMadeMs),
-        ratio: r2(nodeletMs / handMadeMs),
+        ratio: r2(pairedRatio(nodeletRuns, handRuns)),
         nodeletBytes,
         handMadeBytes: handBytes,
         partial,
