@@ -121,19 +121,7 @@ export async function issue(ca: KeyPair, request: LeafRequest, now = Date.now())
     publicKey: keys.publicKey as any,
     signingKey: caKey as any,
     signingAlgorithm: algorithm,
-    extensions: [
-      new x509.BasicConstraintsExtension(false, undefined, true),
-      new x509.KeyUsagesExtension(
-        x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment,
-        true,
-      ),
-      new x509.ExtendedKeyUsageExtension(
-        [request.usage === 'server' ? x509.ExtendedKeyUsage.serverAuth : x509.ExtendedKeyUsage.clientAuth],
-        false,
-      ),
-      ...(names.length ? [new x509.SubjectAlternativeNameExtension(names, false)] : []),
-      await x509.AuthorityKeyIdentifierExtension.create(caCert, false),
-    ],
+    extensions: await leafExtensions(caCert, request.usage === 'server' ? 'server' : 'client', names),
   });
   return { cert: cert.toString('pem'), key: await exportKey(keys.privateKey) };
 }
@@ -352,15 +340,31 @@ export async function signCsr(
     publicKey: csr.publicKey,
     signingKey: await importKey(ca.key),
     signingAlgorithm: algorithm,
-    extensions: [
-      new x509.BasicConstraintsExtension(false, undefined, true),
-      new x509.KeyUsagesExtension(
-        x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment,
-        true,
-      ),
-      new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.clientAuth], false),
-      await x509.AuthorityKeyIdentifierExtension.create(caCert, false),
-    ],
+    extensions: await leafExtensions(caCert, 'client', []),
   });
   return cert.toString('pem');
+}
+
+/**
+ * The extensions of a certificate the CA issues to a server or a client (not a CA): its key usages, the
+ * one extended usage, its subject alternative names when it has any, and the issuing CA's key id.
+ */
+async function leafExtensions(
+  caCert: x509.X509Certificate,
+  usage: 'server' | 'client',
+  names: x509.JsonGeneralNames,
+): Promise<x509.Extension[]> {
+  return [
+    new x509.BasicConstraintsExtension(false, undefined, true),
+    new x509.KeyUsagesExtension(
+      x509.KeyUsageFlags.digitalSignature | x509.KeyUsageFlags.keyEncipherment,
+      true,
+    ),
+    new x509.ExtendedKeyUsageExtension(
+      [usage === 'server' ? x509.ExtendedKeyUsage.serverAuth : x509.ExtendedKeyUsage.clientAuth],
+      false,
+    ),
+    ...(names.length ? [new x509.SubjectAlternativeNameExtension(names, false)] : []),
+    await x509.AuthorityKeyIdentifierExtension.create(caCert, false),
+  ];
 }
