@@ -55,6 +55,45 @@ test('partial render: one endpoint change rewrites only the chains whose rules c
   t.is(r.render({ ...tracker.commit(), full: false }).text, '', 'no change: nothing to restore');
 });
 
+test('a full render reuses the blocks of the full render before the last applied one, and partial renders still compare against the applied rules', (t) => {
+  const tracker = loaded();
+  const r = new IptablesRenderer();
+  const slice = conformanceSlices().find((s) => s.metadata?.name === 'web-fghij')!;
+  const setEndpoint = (ip: string) =>
+    tracker.upsertEndpointSlice({ ...slice, endpoints: [{ addresses: [ip], conditions: { ready: true } }] });
+  r.applied(r.render({ ...tracker.commit(), full: true }));
+  setEndpoint('10.244.3.11');
+  r.applied(r.render({ ...tracker.commit(), full: false }));
+  t.is(r.pooledBytes, 0, 'nothing is free while the first full render is the applied one');
+  r.applied(r.render({ ...tracker.commit(), full: true }));
+  t.true(
+    r.pooledBytes > 0,
+    'the first full render and the partial one after it are free once a second is applied',
+  );
+  setEndpoint('10.244.3.12');
+  const full = r.render({ ...tracker.commit(), full: true });
+  t.is(r.pooledBytes, 0, 'the third full render writes into them');
+  const fresh = new IptablesRenderer().render({
+    ...tracker.commit(),
+    full: true,
+    existingChains: new Set(['KUBE-SEP-D4EJHRUN6KN2QLDJ']), // 10.244.3.11's, applied before
+  });
+  t.is(full.text, fresh.text);
+  r.applied(full);
+  setEndpoint('10.244.3.13');
+  const partial = r.render({ ...tracker.commit(), full: false });
+  t.deepEqual(
+    partial.text
+      .split('\n')
+      .filter((l) => l.startsWith(':'))
+      .map((l) => l.split(' ')[0]),
+    [':KUBE-SVC-PLH5MFNFSC37FSW4', ':KUBE-SEP-OYAGTALBSBQS3T5U', ':KUBE-SEP-MXN4KHR4YYCVBVWN'],
+    'only the service chain, the new endpoint chain and the stale one',
+  );
+  t.true(full.text.includes(':KUBE-SEP-MXN4KHR4YYCVBVWN '), 'the stale one is 10.244.3.12’s');
+  t.deepEqual(partial.deletedChains, ['KUBE-SEP-MXN4KHR4YYCVBVWN']);
+});
+
 test('partial render: a removed service rewrites KUBE-SERVICES and deletes its chains', (t) => {
   const tracker = loaded();
   const r = new IptablesRenderer();

@@ -29,7 +29,7 @@ import {
   serviceChain,
   serviceLocalChain,
 } from './chains.js';
-import { ChunkWriter, sameSpan, type Span, TextArena } from './text-arena.js';
+import { BlockPool, ChunkWriter, sameSpan, type Span, TextArena } from './text-arena.js';
 
 /** Above this many endpoints, per-endpoint comments are left out (upstream's "large cluster mode"). */
 export const LARGE_CLUSTER_ENDPOINTS = 1000;
@@ -103,6 +103,7 @@ export type RenderStep = Buffer[] | typeof NEED_KERNEL_STATE;
 
 const quote = (s: string) => (/[\s"]/.test(s) ? `"${s.replace(/"/g, '\\"')}"` : s);
 const comment = (s: string) => `-m comment --comment ${quote(s)}`;
+const MASQ_TAIL = ` -j ${KUBE_MARK_MASQ}\n`;
 const probabilities: string[] = [];
 /** `1/n` with 10 decimals, remembered: the same few values recur in every service chain. */
 const probability = (n: number) => (probabilities[n] ??= (1 / n).toFixed(10));
@@ -122,6 +123,12 @@ export class IptablesRenderer {
   /** Each service port's chains and their rules in the kernel, as last applied. */
   private appliedBlocks: ReadonlyMap<string, ServiceBlock> = new Map();
   private largeClusterMode = false;
+  /** Blocks of the renders since the last applied full one: what the applied blocks point into. */
+  private appliedArenaBlocks: Buffer[] = [];
+  /** Each output's blocks, until it is applied. */
+  private readonly outputBlocks = new WeakMap<RenderOutput, Buffer[]>();
+  /** Blocks free for the next full render: those of the full render before the last applied one. */
+  private readonly pool = new BlockPool();
 
   /** Whether a partial render is possible (a full one was applied and nothing failed since). */
   get canPartial(): boolean {
@@ -154,7 +161,8 @@ export class IptablesRenderer {
     }
     const mark = `0x${(1 << state.node.masqueradeBit).toString(16)}`;
     const sorted = sortedServicePorts(state);
-    const arena = new TextArena();
+    const pool = full ? this.pool : undefined;
+    const arena = new TextArena(pool);
     /** Blocks planned anew by this render, in rule order. */
     const rerendered: ServiceBlock[] = [];
     if (full) {
@@ -228,7 +236,7 @@ export class IptablesRenderer {
     for (const [k, lines] of top) topLevel.set(k, lines.join('\n'));
     const changedTop = (key: string) => full || this.appliedTop!.get(key) !== topLevel.get(key);
 
-    const out = new ChunkWriter();
+    const out = new ChunkWriter(pool);
     const all: Buffer[] = [];
     const take = () => {
       const chunks = out.take();
@@ -328,7 +336,7 @@ export class IptablesRenderer {
     let bytes = 0;
     for (const c of all) bytes += c.length;
     let text: string | undefined;
-    return {
+    const output: RenderOutput = {
       chunks: all,
       bytes,
       get text() {
@@ -341,12 +349,29 @@ export class IptablesRenderer {
       rulesWritten,
       deletedChains: [...stale].sort(),
     };
+    this.outputBlocks.set(output, [...arena.blocks, ...out.arena.blocks]);
+    return output;
   }
 
-  /** Records that `output` is now in the kernel: the base for the next partial render. */
+  /**
+   * Records that `output` is now in the kernel: the base for the next partial render. A full output
+   * replaces every block, so the blocks of the renders before it go back to the pool: the output of
+   * an earlier render (its chunks and text) is not to be read after a later full one is applied.
+   */
   applied(output: RenderOutput): void {
     this.appliedTop = output.topLevel;
     this.appliedBlocks = output.blocks;
+    const blocks = this.outputBlocks.get(output) ?? [];
+    this.outputBlocks.delete(output);
+    if (output.full) {
+      this.pool.give(this.appliedArenaBlocks);
+      this.appliedArenaBlocks = blocks;
+    } else for (const b of blocks) this.appliedArenaBlocks.push(b);
+  }
+
+  /** Bytes of blocks kept for the next full render. */
+  get pooledBytes(): number {
+    return this.pool.kept;
   }
 
   /** Forgets what was applied: the next render is full. */
@@ -643,10 +668,11 @@ function writeBody(b: ServiceBlock, node: NodeContext, large: boolean, arena: Te
     const sep = b.chains[firstSep + i]!;
     const ep = endpoints[i]!;
     offsets[firstSep + i] = arena.written;
-    arena.text(`-A ${sep}${sepHead} -s ${ep.ip} -j ${KUBE_MARK_MASQ}\n`);
-    arena.text(
-      `-A ${sep}${sepHead}${affinity ? ` -m recent --name ${sep} --set` : ''}${dnat}${ep.endpoint}\n`,
-    );
+    // Written piece by piece: no string per rule (a render's garbage is what makes it touch new memory).
+    arena.text('-A ').text(sep).text(sepHead).text(' -s ').text(ep.ip).text(MASQ_TAIL);
+    arena.text('-A ').text(sep).text(sepHead);
+    if (affinity) arena.text(' -m recent --name ').text(sep).text(' --set');
+    arena.text(dnat).text(ep.endpoint).newline();
     lineCounts[firstSep + i] = 2;
     ruleCount += 2;
   }
@@ -680,18 +706,25 @@ function dispatch(
   const first = reachable ? firstSep : 0;
   // The comment "NAME -> IP:PORT" always has spaces, so it is always quoted.
   const commentHead = large ? '' : ` -m comment --comment "${p.name.replace(/"/g, '\\"')} -> `;
-  const ruleHead = (i: number) =>
-    large ? `-A ${chain}` : `-A ${chain}${commentHead}${endpoints[i]!.endpoint}"`;
+  const ruleHead = (i: number) => {
+    arena.text('-A ').text(chain);
+    if (!large) arena.text(commentHead).text(endpoints[i]!.endpoint).text('"');
+    return arena;
+  };
   if (p.sessionAffinity === 'ClientIP') {
     const check = ` --rcheck --seconds ${p.stickyMaxAgeSeconds} --reap -j `;
     for (let i = 0; i < n; i++) {
       const sep = names[first + i]!;
-      arena.text(`${ruleHead(i)} -m recent --name ${sep}${check}${sep}\n`);
+      ruleHead(i).text(' -m recent --name ').text(sep).text(check).text(sep).newline();
     }
   }
   for (let i = 0; i < n; i++) {
-    const pick = i < n - 1 ? ` -m statistic --mode random --probability ${probability(n - i)}` : '';
-    arena.text(`${ruleHead(i)}${pick} -j ${names[first + i]!}\n`);
+    ruleHead(i);
+    if (i < n - 1) arena.text(' -m statistic --mode random --probability ').text(probability(n - i));
+    arena
+      .text(' -j ')
+      .text(names[first + i]!)
+      .newline();
   }
   return (p.sessionAffinity === 'ClientIP' ? 2 : 1) * n;
 }
