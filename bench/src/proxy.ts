@@ -3,7 +3,7 @@
  * same rules, measured in the same run, inside network namespaces made for the run (never the host's).
  *
  *   npm run bench:proxy --workspace @nodelet/bench -- [--services 1000,5000] [--endpoints 10]
- *        [--backends iptables-legacy,iptables-nft,nftables] [--changes 3] [--repeat K] [--slow]
+ *        [--backends iptables-legacy,iptables-nft,nftables] [--changes 5] [--repeat K] [--slow]
  *        [--userspace on|off|only] [--userspace-mb 256] [--userspace-rounds 5]
  *
  * For each backend and N services × E endpoints (ClusterIP services, upstream-shaped rules):
@@ -83,7 +83,7 @@ const { values: args } = parseArgs({
     services: { type: 'string', default: '1000,5000' },
     endpoints: { type: 'string', default: '10' },
     backends: { type: 'string', default: 'iptables-legacy,iptables-nft,nftables' },
-    changes: { type: 'string', default: '3' },
+    changes: { type: 'string', default: '5' },
     slow: { type: 'boolean', default: false },
     repeat: { type: 'string' },
     'userspace-mb': { type: 'string', default: '256' },
@@ -198,7 +198,8 @@ interface Row {
   renderMs: number;
   /**
    * Every repeat's figures (ms), in run order: the medians come from these, the ratios are medians of
-   * the repeats' own ratios; `settledMs`: how long each repeat waited for the machine to be idle.
+   * the repeats' own ratios; `settledMs`: how long each repeat, then each change of (c), waited for
+   * the machine to be idle.
    */
   repeats: {
     render: number[];
@@ -221,6 +222,8 @@ interface Row {
     nodeletBytes: number;
     handMadeBytes: number;
     partial: boolean;
+    /** Each change's two sides (ms), in run order. */
+    runs: { nodelet: number[]; handMade: number[] };
   };
   sameRulesAfterChanges?: boolean;
   /** 1-, 5- and 15-minute load averages when the row was finished. */
@@ -481,6 +484,7 @@ async function benchBackend(
       };
       const runHand = async () =>
         handRuns.push((await exec(f.node, driver.floorCommand[0], driver.floorCommand[1], hand)).ms);
+      settled.push(await settle()); // as for (a) and (b): the kernel done with the previous transactions
       if (k % 2 === 0) {
         await runNodelet();
         await runHand();
@@ -529,6 +533,7 @@ async function benchBackend(
         nodeletBytes,
         handMadeBytes: handBytes,
         partial,
+        runs: { nodelet: nodeletRuns.map(r2), handMade: handRuns.map(r2) },
       },
       ...(sameRulesAfterChanges !== undefined ? { sameRulesAfterChanges } : {}),
       load: loadavg().map(r2),

@@ -123,20 +123,27 @@ export class IptablesBackend implements ProxyBackend {
   }
 
   /**
-   * A full sync: iptables-restore and iptables-save (what exists: stale chains, missing jumps) start
-   * together, and the rules go into the restore's stdin while they are rendered, so the kernel tool
-   * parses the first rules while the last are produced. The save is needed only for the last lines of
-   * the nat table; if it fails, the restore is killed before it saw a COMMIT, and nothing changes.
+   * A full sync: iptables-restore starts first and the rules go into its stdin while they are
+   * rendered, so the kernel tool parses the first rules while the last are produced. iptables-save
+   * (what exists: stale chains, missing jumps) starts once the restore has its first rules — starting
+   * a process blocks this one for 10-20 ms, which must not delay the restore's input — and is needed
+   * only for the last lines of the nat table; if it fails, the restore is killed before it saw a
+   * COMMIT, and nothing changes.
    */
   private async fullSync(ipt: Iptables, state: ProxyState, changes: ChangeSet): Promise<RenderOutput> {
     const restore = ipt.startRestore();
-    const kernel = ipt.save().then((saved): KernelState => ({
-      existingChains: new Set([...(saved.chains.get('nat') ?? [])].filter(isServiceChain)),
-      missingJumps: JUMP_RULES.filter((j) => !hasJump(saved, j)),
-    }));
-    kernel.catch(() => undefined); // awaited below; this only marks it handled meanwhile
+    let kernel: Promise<KernelState> | undefined;
+    const kernelState = () => {
+      if (kernel) return kernel;
+      kernel = ipt.save().then((saved) => ({
+        existingChains: new Set([...(saved.chains.get('nat') ?? [])].filter(isServiceChain)),
+        missingJumps: JUMP_RULES.filter((j) => !hasJump(saved, j)),
+      }));
+      kernel.catch(() => undefined); // awaited later; this only marks it handled meanwhile
+      return kernel;
+    };
     if (!restore) {
-      const out = this.renderer.render({ state, changes, full: true, ...(await kernel) });
+      const out = this.renderer.render({ state, changes, full: true, ...(await kernelState()) });
       await ipt.restore(out.text).catch((err) => Promise.reject(explain(err, out.text)));
       return out;
     }
@@ -146,12 +153,13 @@ export class IptablesBackend implements ProxyBackend {
       let r = steps.next();
       while (!r.done) {
         if (r.value === NEED_KERNEL_STATE) {
-          r = steps.next(await kernel);
+          r = steps.next(await kernelState());
           continue;
         }
         for (const chunk of r.value) restore.stdin.write(chunk);
         // Let the event loop hand what was written to the pipe before rendering on.
         await new Promise((resolve) => setImmediate(resolve));
+        kernelState(); // started once, after the restore has its first rules
         r = steps.next();
       }
       out = r.value;
