@@ -17,6 +17,7 @@ interface Row {
   nodeletFullMs: number;
   renderRatio: number;
   fullRatio: number;
+  runningFullRatio?: number;
   change: { ratio: number };
 }
 interface Result {
@@ -86,8 +87,15 @@ function timesPanel(f: Frame, rows: Row[], sizes: number[]): string {
   return out.join('\n');
 }
 
-/** One ratio per backend and size as bars, with the goal as a line. */
-function ratioPanel(f: Frame, heading: string, rows: Row[], value: (r: Row) => number, goal: number): string {
+/** One ratio per backend and size as bars, with the goal as a line; `marker`: a second figure, as a diamond. */
+function ratioPanel(
+  f: Frame,
+  heading: string,
+  rows: Row[],
+  value: (r: Row) => number,
+  goal: number,
+  marker?: (r: Row) => number | undefined,
+): string {
   const max = Math.max(goal * 1.5, ...rows.map(value)) * 1.1;
   const y = (v: number) => f.y + f.h - (v / max) * f.h;
   const bar = f.w / (rows.length + 1);
@@ -104,6 +112,14 @@ function ratioPanel(f: Frame, heading: string, rows: Row[], value: (r: Row) => n
       `<text x="${cx}" y="${y(v) - 4}" text-anchor="middle"${met ? '' : ' font-weight="bold"'}>${v}</text>`,
       `<text x="${cx}" y="${f.y + f.h + 16}" text-anchor="middle">${r.services / 1000}k</text>`,
     );
+    const m = marker?.(r);
+    if (m !== undefined) {
+      const my = y(m);
+      out.push(
+        `<path d="M ${cx} ${my - 6} L ${cx + 6} ${my} L ${cx} ${my + 6} L ${cx - 6} ${my} Z" fill="white" stroke="black" stroke-width="1.5"/>`,
+        `<text x="${cx}" y="${my + 18}" text-anchor="middle" font-size="11">${m}</text>`,
+      );
+    }
   });
   out.push(
     `<line x1="${f.x}" x2="${f.x + f.w}" y1="${y(goal)}" y2="${y(goal)}" stroke="black" stroke-dasharray="6 3"/>`,
@@ -125,6 +141,9 @@ function legend(x: number, y: number, backends: string[], userspace: number | un
     `<circle cx="${x2 + 6}" cy="${y - 4}" r="4" fill="#555"/><text x="${x2 + 16}" y="${y}">kernel apply (floor)</text>`,
     `<rect x="${x2 + 152}" y="${y - 7.5}" width="7" height="7" fill="white" stroke="#555" stroke-width="2"/><text x="${x2 + 166}" y="${y}">nodelet full sync</text>`,
     `<text x="${x2 + 300}" y="${y}">dashed line: goal; pale bar: missed</text>`,
+  );
+  out.push(
+    `<text x="${x + 460}" y="${y + 20}">(b) bar: a new proxy's first full sync; ◇: a running proxy's next one</text>`,
   );
   if (userspace !== undefined) {
     out.push(
@@ -170,6 +189,7 @@ export function plot(results: Result[]): string {
       rows,
       (r) => r.fullRatio,
       1.1,
+      (r) => r.runningFullRatio,
     ),
     ratioPanel(
       { x: 560, y: 380, w: 370, h: 190 },

@@ -15,10 +15,13 @@
  *                rotating which of floor and nodelet goes first, each once the kernel has finished
  *                tearing down the last run's namespaces (the machine idle again); the ratios are the
  *                medians of each run's own ratio.
- *   (b) full     nodelet's full sync into a fresh namespace (iptables: iptables-save of what exists and
- *                the restore start together, the rules stream into the restore as they are rendered;
+ *   (b) full     a new proxy's full sync into a fresh namespace (iptables: the restore starts, the rules
+ *                stream into it as they are rendered, iptables-save of what exists starts beside it;
  *                nft: render, then nft -f) ÷ that same one-transaction apply (the floor). Goal ≤ 1.1.
- *                For iptables also the same sync not streamed (save, render, restore in turn).
+ *                For iptables also a running proxy's next full sync (one backend for all repeats, a
+ *                fresh namespace each time, as after someone flushed the tables: unchanged services'
+ *                rules carried over as bytes), and the new proxy's sync not streamed (save, render,
+ *                restore in turn).
  *   (c) change   one endpoint of one service replaced: nodelet's sync (tracker commit + backend partial
  *                sync) ÷ a minimal hand-made transaction doing the same on a twin namespace (rewrite the
  *                service chain, add the new endpoint chain, delete the old one). The median of
@@ -205,6 +208,7 @@ interface Row {
     render: number[];
     floorApply: number[];
     nodeletFull: number[];
+    runningFull?: number[];
     notStreamed?: number[];
     settledMs: number[];
   };
@@ -212,6 +216,9 @@ interface Row {
   renderRatio: number;
   nodeletFullMs: number;
   fullRatio: number;
+  /** iptables: the full sync of a running proxy (unchanged services' rules carried over). */
+  runningFullMs?: number;
+  runningFullRatio?: number;
   /** iptables: the same full sync without streaming (save, render, restore one after the other). */
   notStreamedMs?: number;
   notStreamedRatio?: number;
@@ -243,12 +250,10 @@ class NamespaceRunner implements CommandRunner {
 
 /** Full rule text and the commands of one backend, plus the hand-made minimal transaction for a change. */
 interface Driver {
-  /**
-   * The full rules, as the backend produces them (iptables: byte chunks, no one big string), by one
-   * renderer per row, as one proxy renders; `release` when they are no longer read (iptables: what the
-   * proxy does once a full sync is applied, so the next one writes into the same memory).
-   */
-  render(state: ProxyState): { rules: string | Buffer[]; release(): void };
+  /** The full rules by a new renderer, as the backend produces them (iptables: byte chunks). */
+  render(state: ProxyState): string | Buffer[];
+  /** Whether a running proxy's full sync carries unchanged services' rules over (iptables). */
+  carriesOver: boolean;
   floorCommand: [string, string[]];
   backend(runner: CommandRunner): IptablesBackend | NftablesBackend;
   /** `large`: more than 1,000 endpoints, where rules carry no per-endpoint comments (as upstream). */
@@ -262,12 +267,15 @@ interface Driver {
 }
 
 function iptDriver(mode: 'legacy' | 'nft'): Driver {
-  const renderer = new IptablesRenderer();
   return {
-    render: (state) => {
-      const out = renderer.render({ state, changes: emptyChangeSet(), full: true, missingJumps: JUMP_RULES });
-      return { rules: out.chunks, release: () => renderer.applied(out) };
-    },
+    render: (state) =>
+      new IptablesRenderer().render({
+        state,
+        changes: emptyChangeSet(),
+        full: true,
+        missingJumps: JUMP_RULES,
+      }).chunks,
+    carriesOver: true,
     floorCommand: [`iptables-${mode}-restore`, ['--wait=5', '--noflush']],
     backend: (runner) => new IptablesBackend({ backend: mode, runner, logger: quiet }),
     // Large-cluster rules (no per-endpoint comments): rewrite the service chain, add the new endpoint
@@ -325,7 +333,8 @@ function iptDriver(mode: 'legacy' | 'nft'): Driver {
 }
 
 const nftDriver: Driver = {
-  render: (state) => ({ rules: renderNftables(state), release: () => undefined }),
+  render: (state) => renderNftables(state),
+  carriesOver: false,
   floorCommand: ['nft', ['-f', '-']],
   backend: (runner) => new NftablesBackend({ runner, logger: quiet }),
   handMade: (before, after) => {
@@ -387,45 +396,56 @@ async function benchBackend(
   for (const s of slices) tracker.upsertEndpointSlice(s);
   const { state } = tracker.commit();
 
-  // (a) render ÷ the kernel applying the same text; (b) nodelet's full sync into a fresh namespace.
-  // Each repeat uses fresh namespaces (floor, nodelet, and for iptables the not-streamed sync) and
-  // rotates which goes first, so drift in the machine's load falls on every side; figures are medians.
+  // (a) render ÷ the kernel applying the same text; (b) nodelet's full sync into a fresh namespace,
+  // by a new proxy (its first full sync) and by a running one (its next full sync, as after someone
+  // flushed the tables: unchanged services' rules carried over as bytes). Each repeat uses fresh
+  // namespaces and rotates which side goes first, so drift in the machine's load falls on every side.
   const repeats = Number(args.repeat ?? (n <= 1000 ? 3 : 1));
-  driver.render(state).release(); // warm-up (JIT)
-  // One proxy for all repeats, each time in a fresh namespace: its first full sync, then the next ones
-  // of a running proxy (as after someone flushed the tables), which write into the memory they reuse.
+  driver.render(state); // warm-up (JIT)
   const runner = new NamespaceRunner();
-  const b = driver.backend(runner);
+  const running = driver.carriesOver ? driver.backend(runner) : undefined;
+  if (running) {
+    // Warm-up: the running proxy's first full sync, into a namespace of its own.
+    const warmNs = await NetnsTopology.create({ backends: 0 });
+    runner.netns = warmNs.node;
+    await running.sync(state, emptyChangeSet(), true);
+    await warmNs.destroy();
+  }
   const renders: number[] = [];
   const floors: number[] = [];
   const fulls: number[] = [];
+  const runningFulls: number[] = [];
   let text: string | Buffer = '';
   const sequentials: number[] = [];
   /** ms waited before each repeat for the previous one's namespaces to be torn down by the kernel. */
   const settled: number[] = [];
+  let namespaces: NetnsTopology[] = [];
   let floorNs: NetnsTopology | undefined;
   let nodeletNs: NetnsTopology | undefined;
-  let sequentialNs: NetnsTopology | undefined;
   let backend: IptablesBackend | NftablesBackend | undefined;
+  const freshNs = async () => {
+    const ns = await NetnsTopology.create({ backends: 0 });
+    namespaces.push(ns);
+    return ns.node;
+  };
   try {
     for (let r = 0; r < repeats; r++) {
-      await floorNs?.destroy();
-      await nodeletNs?.destroy();
-      await sequentialNs?.destroy();
+      for (const ns of namespaces) await ns.destroy();
+      namespaces = [];
       settled.push(await settle());
-      // The render is timed on the idle machine too, as the applies are.
+      // The render is timed on the idle machine too, as the applies are: a new renderer's, as in a
+      // proxy's first full sync.
       const t0 = performance.now();
       const rendered = driver.render(state);
       renders.push(performance.now() - t0);
-      text = typeof rendered.rules === 'string' ? rendered.rules : Buffer.concat(rendered.rules);
-      rendered.release();
-      floorNs = await NetnsTopology.create({ backends: 0 });
-      nodeletNs = await NetnsTopology.create({ backends: 0 });
-      sequentialNs = driver.sequential ? await NetnsTopology.create({ backends: 0 }) : undefined;
-      const f = floorNs;
+      text = typeof rendered === 'string' ? rendered : Buffer.concat(rendered);
+      const floorNode = await freshNs();
+      floorNs = namespaces[0];
+      const nodeletNode = await freshNs();
+      nodeletNs = namespaces[1];
       const runFloor = async () =>
-        floors.push((await exec(f.node, driver.floorCommand[0], driver.floorCommand[1], text)).ms);
-      runner.netns = nodeletNs.node;
+        floors.push((await exec(floorNode, driver.floorCommand[0], driver.floorCommand[1], text)).ms);
+      const b = driver.backend(new HostCommandRunner(nodeletNode));
       backend = b;
       const runNodelet = async () => {
         const t1 = performance.now();
@@ -433,12 +453,21 @@ async function benchBackend(
         fulls.push(performance.now() - t1);
       };
       const legs = [runFloor, runNodelet];
-      const seq = sequentialNs;
-      if (driver.sequential && seq) {
+      if (running) {
+        const node = await freshNs();
+        legs.push(async () => {
+          runner.netns = node;
+          const t1 = performance.now();
+          await running.sync(state, emptyChangeSet(), true);
+          runningFulls.push(performance.now() - t1);
+        });
+      }
+      if (driver.sequential) {
         const sequential = driver.sequential;
+        const node = await freshNs();
         legs.push(async () => {
           const t1 = performance.now();
-          await sequential(seq.node, state);
+          await sequential(node, state);
           sequentials.push(performance.now() - t1);
         });
       }
@@ -516,6 +545,7 @@ async function benchBackend(
         render: renders.map(r2),
         floorApply: floors.map(r2),
         nodeletFull: fulls.map(r2),
+        ...(runningFulls.length > 0 ? { runningFull: runningFulls.map(r2) } : {}),
         ...(sequentials.length > 0 ? { notStreamed: sequentials.map(r2) } : {}),
         settledMs: settled.map(Math.round),
       },
@@ -523,6 +553,9 @@ async function benchBackend(
       renderRatio: Math.round(pairedRatio(renders, floors) * 1000) / 1000,
       nodeletFullMs: r2(nodeletFullMs),
       fullRatio: r2(pairedRatio(fulls, floors)),
+      ...(runningFulls.length > 0
+        ? { runningFullMs: r2(median(runningFulls)), runningFullRatio: r2(pairedRatio(runningFulls, floors)) }
+        : {}),
       ...(sequentialMs !== undefined
         ? { notStreamedMs: r2(sequentialMs), notStreamedRatio: r2(pairedRatio(sequentials, floors)) }
         : {}),
@@ -539,9 +572,7 @@ async function benchBackend(
       load: loadavg().map(r2),
     };
   } finally {
-    await floorNs?.destroy();
-    await nodeletNs?.destroy();
-    await sequentialNs?.destroy();
+    for (const ns of namespaces) await ns.destroy();
   }
 }
 
@@ -715,11 +746,11 @@ async function main(): Promise<void> {
   }
 
   const table = [
-    '| backend | services × endpoints | rules (bytes) | (a) render ms | kernel apply ms | (a) ratio | (b) nodelet full ms | (b) ratio | (b) not streamed | (c) nodelet change ms | hand-made ms | (c) ratio |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    '| backend | services × endpoints | rules (bytes) | (a) render ms | kernel apply ms | (a) ratio | (b) nodelet full ms | (b) ratio | (b) running proxy | (b) not streamed | (c) nodelet change ms | hand-made ms | (c) ratio |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     ...rows.map(
       (r) =>
-        `| ${r.backend} | ${r.services} × ${r.endpoints} | ${r.rules.bytes.toLocaleString('en')} | ${r.renderMs} | ${r.floorApplyMs} | ${r.renderRatio} | ${r.nodeletFullMs} | ${r.fullRatio} | ${r.notStreamedRatio ?? '—'} | ${r.change.nodeletMs} | ${r.change.handMadeMs} | ${r.change.ratio} |`,
+        `| ${r.backend} | ${r.services} × ${r.endpoints} | ${r.rules.bytes.toLocaleString('en')} | ${r.renderMs} | ${r.floorApplyMs} | ${r.renderRatio} | ${r.nodeletFullMs} | ${r.fullRatio} | ${r.runningFullRatio ?? '—'} | ${r.notStreamedRatio ?? '—'} | ${r.change.nodeletMs} | ${r.change.handMadeMs} | ${r.change.ratio} |`,
     ),
   ].join('\n');
   if (rows.length > 0) console.log('\n' + table);

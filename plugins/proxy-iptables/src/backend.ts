@@ -111,7 +111,7 @@ export class IptablesBackend implements ProxyBackend {
       bytes: out.bytes,
       summary:
         out.bytes > 0
-          ? `iptables-${ipt.mode}-restore: ${out.chainsWritten} chains, ${out.rulesWritten} rules, ${out.deletedChains.length} deleted`
+          ? `iptables-${ipt.mode}-restore: ${out.chainsWritten} chains, ${out.rulesWritten} rules, ${out.deletedChains.length} deleted; ${out.portsRendered} service ports rendered`
           : 'nothing to write',
     };
   }

@@ -55,31 +55,42 @@ test('partial render: one endpoint change rewrites only the chains whose rules c
   t.is(r.render({ ...tracker.commit(), full: false }).text, '', 'no change: nothing to restore');
 });
 
-test('a full render reuses the blocks of the full render before the last applied one, and partial renders still compare against the applied rules', (t) => {
+test('a full render carries over the rules of unchanged service ports as bytes, renders the changed ones, and writes the same text as a fresh renderer', (t) => {
   const tracker = loaded();
   const r = new IptablesRenderer();
+  const ports = tracker.commit().state.servicePorts.size;
   const slice = conformanceSlices().find((s) => s.metadata?.name === 'web-fghij')!;
   const setEndpoint = (ip: string) =>
     tracker.upsertEndpointSlice({ ...slice, endpoints: [{ addresses: [ip], conditions: { ready: true } }] });
-  r.applied(r.render({ ...tracker.commit(), full: true }));
+  const fullRender = () => r.render({ ...tracker.commit(), full: true });
+  const freshRender = (existingChains: string[]) =>
+    new IptablesRenderer().render({
+      ...tracker.commit(),
+      full: true,
+      existingChains: new Set(existingChains),
+    });
+
+  const first = fullRender();
+  t.is(first.portsRendered, ports, 'the first full render renders every service port');
+  r.applied(first);
   setEndpoint('10.244.3.11');
   r.applied(r.render({ ...tracker.commit(), full: false }));
-  t.is(r.pooledBytes, 0, 'nothing is free while the first full render is the applied one');
-  r.applied(r.render({ ...tracker.commit(), full: true }));
-  t.true(
-    r.pooledBytes > 0,
-    'the first full render and the partial one after it are free once a second is applied',
-  );
+
+  const again = fullRender();
+  t.is(again.portsRendered, 0, 'nothing changed since the partial sync: every port carried over');
+  t.is(again.text, freshRender([]).text);
+  r.applied(again);
+  t.true(r.pooledBytes > 0, 'blocks no applied rule points into are kept for the next full render');
+
+  const pooled = r.pooledBytes;
   setEndpoint('10.244.3.12');
-  const full = r.render({ ...tracker.commit(), full: true });
-  t.is(r.pooledBytes, 0, 'the third full render writes into them');
-  const fresh = new IptablesRenderer().render({
-    ...tracker.commit(),
-    full: true,
-    existingChains: new Set(['KUBE-SEP-D4EJHRUN6KN2QLDJ']), // 10.244.3.11's, applied before
-  });
-  t.is(full.text, fresh.text);
-  r.applied(full);
+  const changed = fullRender();
+  t.is(changed.portsRendered, 1, 'only the changed port is rendered');
+  t.true(r.pooledBytes < pooled, 'into kept blocks');
+  t.is(changed.text, freshRender(['KUBE-SEP-D4EJHRUN6KN2QLDJ']).text, '10.244.3.11’s chain is deleted');
+  r.applied(changed);
+
+  // Partial renders compare against carried-over and newly rendered rules alike.
   setEndpoint('10.244.3.13');
   const partial = r.render({ ...tracker.commit(), full: false });
   t.deepEqual(
@@ -90,8 +101,16 @@ test('a full render reuses the blocks of the full render before the last applied
     [':KUBE-SVC-PLH5MFNFSC37FSW4', ':KUBE-SEP-OYAGTALBSBQS3T5U', ':KUBE-SEP-MXN4KHR4YYCVBVWN'],
     'only the service chain, the new endpoint chain and the stale one',
   );
-  t.true(full.text.includes(':KUBE-SEP-MXN4KHR4YYCVBVWN '), 'the stale one is 10.244.3.12’s');
+  t.true(changed.text.includes(':KUBE-SEP-MXN4KHR4YYCVBVWN '), 'the stale one is 10.244.3.12’s');
   t.deepEqual(partial.deletedChains, ['KUBE-SEP-MXN4KHR4YYCVBVWN']);
+  r.applied(partial);
+
+  // Another node (its IPs, cluster CIDR): every rule is rendered anew.
+  tracker.setNode({ ...GOLDEN_NODE, clusterCIDR: '10.245.0.0/16' });
+  const moved = fullRender();
+  t.is(moved.portsRendered, ports);
+  t.true(moved.text.includes('! -s 10.245.0.0/16 -j KUBE-MARK-MASQ'));
+  t.false(moved.text.includes('10.244.0.0/16'));
 });
 
 test('partial render: a removed service rewrites KUBE-SERVICES and deletes its chains', (t) => {

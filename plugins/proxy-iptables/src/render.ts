@@ -91,6 +91,8 @@ export interface RenderOutput {
   topLevel: Map<string, string>;
   /** Every service port's chains and rules after this render, by service port name. */
   blocks: ReadonlyMap<string, ServiceBlock>;
+  /** Service ports whose rules this render made anew (the others' were carried over as bytes). */
+  portsRendered: number;
   /** Chain lines (created or flushed) and rule lines written. */
   chainsWritten: number;
   rulesWritten: number;
@@ -122,12 +124,13 @@ export class IptablesRenderer {
   private appliedTop: Map<string, string> | undefined;
   /** Each service port's chains and their rules in the kernel, as last applied. */
   private appliedBlocks: ReadonlyMap<string, ServiceBlock> = new Map();
-  private largeClusterMode = false;
-  /** Blocks of the renders since the last applied full one: what the applied blocks point into. */
-  private appliedArenaBlocks: Buffer[] = [];
+  /** What every rendered block's rules were written for: the node, and large-cluster mode or not. */
+  private context: { node: NodeContext; large: boolean } | undefined;
+  /** Blocks that applied service blocks may point into. */
+  private appliedArenaBlocks = new Set<Buffer>();
   /** Each output's blocks, until it is applied. */
   private readonly outputBlocks = new WeakMap<RenderOutput, Buffer[]>();
-  /** Blocks free for the next full render: those of the full render before the last applied one. */
+  /** Blocks no applied rules point into any more, for the next full render to write into. */
   private readonly pool = new BlockPool();
 
   /** Whether a partial render is possible (a full one was applied and nothing failed since). */
@@ -155,22 +158,29 @@ export class IptablesRenderer {
     let totalEndpoints = 0;
     for (const p of state.servicePorts.values()) totalEndpoints += p.endpoints.length;
     const large = totalEndpoints > LARGE_CLUSTER_ENDPOINTS;
-    if (large !== this.largeClusterMode) {
-      this.largeClusterMode = large;
+    // Rules written for another node or mode are all rewritten, none carried over.
+    const sameContext = this.context?.node === state.node && this.context.large === large;
+    if (!sameContext) {
+      this.context = { node: state.node, large };
       full = true;
     }
     const mark = `0x${(1 << state.node.masqueradeBit).toString(16)}`;
     const sorted = sortedServicePorts(state);
     const pool = full ? this.pool : undefined;
     const arena = new TextArena(pool);
-    /** Blocks planned anew by this render, in rule order. */
+    /** Blocks this render writes out, in rule order: a full render's are all of them. */
     const rerendered: ServiceBlock[] = [];
+    let portsRendered = 0;
     if (full) {
       // Until this render is applied, nothing partial may build on the blocks it replaces.
       this.appliedTop = undefined;
       this.blocks = new Map();
       for (const p of sorted) {
-        const b = planBlock(p);
+        // A service port whose state is the very object an applied block was rendered from (the
+        // tracker keeps it while nothing about the port changes) has the same rules, byte for byte:
+        // the full sync writes them again, from the bytes it has.
+        const applied = this.appliedBlocks.get(p.name);
+        const b = sameContext && applied?.port === p && applied.body ? applied : planBlock(p);
         this.blocks.set(p.name, b);
         rerendered.push(b);
       }
@@ -181,6 +191,7 @@ export class IptablesRenderer {
         if (!changes.updated.has(p.name)) continue;
         const b = planBlock(p);
         writeBody(b, state.node, large, arena);
+        portsRendered++;
         this.blocks.set(p.name, b);
         rerendered.push(b);
       }
@@ -291,7 +302,10 @@ export class IptablesRenderer {
       if (full) {
         yield take();
         for (const b of rerendered) {
-          writeBody(b, state.node, large, arena);
+          if (!b.body) {
+            writeBody(b, state.node, large, arena);
+            portsRendered++;
+          }
           out.span(b.body!);
           rulesWritten += b.body!.lines;
           if (out.pending >= CHUNK_BYTES) yield take();
@@ -345,6 +359,7 @@ export class IptablesRenderer {
       full,
       topLevel,
       blocks: this.blocks,
+      portsRendered,
       chainsWritten,
       rulesWritten,
       deletedChains: [...stale].sort(),
@@ -354,19 +369,25 @@ export class IptablesRenderer {
   }
 
   /**
-   * Records that `output` is now in the kernel: the base for the next partial render. A full output
-   * replaces every block, so the blocks of the renders before it go back to the pool: the output of
-   * an earlier render (its chunks and text) is not to be read after a later full one is applied.
+   * Records that `output` is now in the kernel: the base for the next partial render, and the rules
+   * the next full render may carry over. The output of an earlier render (its chunks and text) is not
+   * to be read after a later full one is applied: the blocks it points into may be written again.
    */
   applied(output: RenderOutput): void {
     this.appliedTop = output.topLevel;
     this.appliedBlocks = output.blocks;
     const blocks = this.outputBlocks.get(output) ?? [];
     this.outputBlocks.delete(output);
-    if (output.full) {
-      this.pool.give(this.appliedArenaBlocks);
-      this.appliedArenaBlocks = blocks;
-    } else for (const b of blocks) this.appliedArenaBlocks.push(b);
+    for (const b of blocks) this.appliedArenaBlocks.add(b);
+    if (!output.full) return;
+    // A full output's service blocks are every rule now applied: blocks none of them points into
+    // (replaced services', the top-level lines', the output's chunks once written) are free.
+    const used = new Set<Buffer>();
+    for (const b of output.blocks.values()) if (b.body) used.add(b.body.block);
+    const free: Buffer[] = [];
+    for (const b of this.appliedArenaBlocks) if (!used.has(b)) free.push(b);
+    this.pool.give(free);
+    this.appliedArenaBlocks = used;
   }
 
   /** Bytes of blocks kept for the next full render. */
