@@ -73,6 +73,41 @@ test('stale chains can be deferred for kernels before 6.2', (t) => {
   const out = r.render({ ...tracker.commit(), full: false, deleteStaleNow: false });
   t.false(out.text.includes('delete chain'));
   t.deepEqual(out.deferredChains.length, 2);
+  t.is(out.text.match(/^flush chain /gm)?.length, 2, 'flushed now, deleted later by the caller');
+  // Handed off once: the next sync does not flush them again (they may be gone by then).
+  const web = conformanceSlices().find((s) => s.metadata?.name === 'web-fghij')!;
+  tracker.upsertEndpointSlice({
+    ...web,
+    endpoints: [{ addresses: ['10.244.3.11'], conditions: { ready: true } }],
+  });
+  const next = r.render({ ...tracker.commit(), full: false, deleteStaleNow: false });
+  for (const c of out.deferredChains) t.false(next.text.includes(c));
   t.true(kernelAtLeast(6, 2, '6.18.44-fc'));
   t.false(kernelAtLeast(6, 2, '5.15.0-91-generic'));
+});
+
+test('partial renders delete exactly the chains and sets that went out of use; a resync finds none left', (t) => {
+  const tracker = loaded();
+  const r = new NftRenderer();
+  r.render({ ...tracker.commit(), full: true, fresh: true });
+  const web = conformanceSlices().find((s) => s.metadata?.name === 'web-fghij')!;
+  const deleted = (text: string) => [...text.matchAll(/^delete chain \S+ \S+ (\S+)$/gm)].map((m) => m[1]!);
+  const perChange: string[][] = [];
+  for (const ip of ['10.244.3.11', '10.244.3.12', '10.244.3.13']) {
+    tracker.upsertEndpointSlice({ ...web, endpoints: [{ addresses: [ip], conditions: { ready: true } }] });
+    perChange.push(deleted(r.render({ ...tracker.commit(), full: false }).text));
+  }
+  t.true(perChange[0]!.length >= 1);
+  t.is(perChange[1]!.length, 1, 'the endpoint chain of 10.244.3.11');
+  t.is(perChange[2]!.length, 1, 'the endpoint chain of 10.244.3.12');
+  t.is(new Set(perChange.flat()).size, perChange.flat().length, 'none deleted twice');
+  tracker.deleteService(conformanceServices().find((s) => s.metadata?.name === 'sticky')!);
+  const removed = r.render({ ...tracker.commit(), full: false });
+  t.regex(removed.text, /^delete set /m, 'the removed service’s affinity sets go');
+  // The renderer's own resync: anything stale it still believed applied would be deleted now.
+  const resync = r.render({ ...tracker.commit(), full: true, fresh: false });
+  t.deepEqual(
+    resync.text.split('\n').filter((l) => l.startsWith('delete ')),
+    ['delete set ip kube-proxy nodeport-ips'], // the setup's, for a set older versions made
+  );
 });
