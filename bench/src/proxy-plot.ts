@@ -117,7 +117,7 @@ function ratioPanel(
       const my = y(m);
       out.push(
         `<path d="M ${cx} ${my - 6} L ${cx + 6} ${my} L ${cx} ${my + 6} L ${cx - 6} ${my} Z" fill="white" stroke="black" stroke-width="1.5"/>`,
-        `<text x="${cx}" y="${my + 18}" text-anchor="middle" font-size="11">${m}</text>`,
+        `<text x="${cx + 9}" y="${my + 4}" font-size="11">${m}</text>`,
       );
     }
   });
