@@ -174,16 +174,7 @@ export class IptablesRenderer {
     if (full) {
       // Until this render is applied, nothing partial may build on the blocks it replaces.
       this.appliedTop = undefined;
-      this.blocks = new Map();
-      for (const p of sorted) {
-        // A service port whose state is the very object an applied block was rendered from (the
-        // tracker keeps it while nothing about the port changes) has the same rules, byte for byte:
-        // the full sync writes them again, from the bytes it has.
-        const applied = this.appliedBlocks.get(p.name);
-        const b = sameContext && applied?.port === p && applied.body ? applied : planBlock(p);
-        this.blocks.set(p.name, b);
-        rerendered.push(b);
-      }
+      this.blocks = planAll(sorted, sameContext ? this.appliedBlocks : undefined, rerendered);
     } else {
       this.blocks = new Map(this.blocks); // the applied render keeps the blocks it applied
       for (const name of changes.removed) this.blocks.delete(name);
@@ -281,36 +272,24 @@ export class IptablesRenderer {
     const natTops = NAT_CHAINS.filter((c) => changedTop(`nat ${c}`));
     const serviceChains: string[] = [];
     const serviceSpans: Span[] = [];
-    for (const b of rerendered) {
-      for (let i = 0; i < b.chains.length; i++) {
-        const c = b.chains[i]!;
-        if (!full) {
-          const span = chainSpan(b, i);
-          if (sameSpan(appliedBody(this.appliedBlocks.get(b.port.name), c), span)) continue;
-          serviceSpans.push(span);
-        }
-        serviceChains.push(c);
-      }
-    }
+    if (full) allChains(rerendered, serviceChains);
+    else changedChains(rerendered, this.appliedBlocks, serviceChains, serviceSpans);
     const natJumps = () => (kernel.missingJumps ?? []).filter((j) => j.table === 'nat');
     if (full || natTops.length + serviceChains.length + stale.size + natJumps().length > 0) {
       out.line('*nat');
       for (const c of natTops) out.declare(c);
-      for (const c of serviceChains) out.declare(c);
+      declareAll(out, serviceChains);
       chainsWritten += natTops.length + serviceChains.length;
       writeTops('nat', natTops);
       if (full) {
         yield take();
-        for (const b of rerendered) {
-          if (!b.body) {
-            writeBody(b, state.node, large, arena);
-            portsRendered++;
-          }
-          out.span(b.body!);
-          rulesWritten += b.body!.lines;
-          if (out.pending >= CHUNK_BYTES) yield take();
+        const progress = { next: 0, portsRendered: 0, rulesWritten: 0 };
+        while (progress.next < rerendered.length) {
+          writeBodies(rerendered, progress, state.node, large, arena, out);
+          yield take();
         }
-        yield take();
+        portsRendered += progress.portsRendered;
+        rulesWritten += progress.rulesWritten;
         kernel = (yield NEED_KERNEL_STATE) ?? {};
         stale = this.staleAfterFull(ordered, kernel);
       }
@@ -431,6 +410,86 @@ export class IptablesRenderer {
       }
     }
     return stale;
+  }
+}
+
+// The loops of a render over every service port live in functions of their own, not in `steps`: the
+// JIT optimises a small function within the first render, while a generator as large as `steps` is
+// optimised only after a dozen renders (measured: a new proxy's render at 1,000 services took 50 ms
+// until then, against 20 ms after).
+
+/**
+ * A full render's blocks, in rule order (into `out`), by service port name. A service port whose state
+ * is the very object an applied block was rendered from (the tracker keeps it while nothing about the
+ * port changes) has the same rules byte for byte: that block is reused, its bytes written again.
+ */
+function planAll(
+  sorted: readonly ServicePortState[],
+  applied: ReadonlyMap<string, ServiceBlock> | undefined,
+  out: ServiceBlock[],
+): Map<string, ServiceBlock> {
+  const blocks = new Map<string, ServiceBlock>();
+  for (const p of sorted) {
+    const a = applied?.get(p.name);
+    const b = a?.port === p && a.body ? a : planBlock(p);
+    blocks.set(p.name, b);
+    out.push(b);
+  }
+  return blocks;
+}
+
+/** Every chain of `blocks`, in order, into `out`. */
+function allChains(blocks: readonly ServiceBlock[], out: string[]): void {
+  for (const b of blocks) for (const c of b.chains) out.push(c);
+}
+
+/**
+ * The chains of re-rendered `blocks` whose rules differ from what the kernel has (an endpoint change
+ * rewrites the service chain and adds one endpoint chain, not every endpoint chain of the service).
+ */
+function changedChains(
+  blocks: readonly ServiceBlock[],
+  applied: ReadonlyMap<string, ServiceBlock>,
+  chains: string[],
+  spans: Span[],
+): void {
+  for (const b of blocks) {
+    const before = applied.get(b.port.name);
+    for (let i = 0; i < b.chains.length; i++) {
+      const c = b.chains[i]!;
+      const span = chainSpan(b, i);
+      if (sameSpan(appliedBody(before, c), span)) continue;
+      spans.push(span);
+      chains.push(c);
+    }
+  }
+}
+
+function declareAll(out: ChunkWriter, chains: readonly string[]): void {
+  for (const c of chains) out.declare(c);
+}
+
+/**
+ * Writes the rules of `blocks` from `progress.next` on (rendering those not rendered yet) until about
+ * a chunk of output is pending or all are written.
+ */
+function writeBodies(
+  blocks: readonly ServiceBlock[],
+  progress: { next: number; portsRendered: number; rulesWritten: number },
+  node: NodeContext,
+  large: boolean,
+  arena: TextArena,
+  out: ChunkWriter,
+): void {
+  while (progress.next < blocks.length) {
+    const b = blocks[progress.next++]!;
+    if (!b.body) {
+      writeBody(b, node, large, arena);
+      progress.portsRendered++;
+    }
+    out.span(b.body!);
+    progress.rulesWritten += b.body!.lines;
+    if (out.pending >= CHUNK_BYTES) return;
   }
 }
 
