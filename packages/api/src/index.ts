@@ -8,4 +8,5 @@ export * from './validation.js';
 export * from './defaults.js';
 export * from './quantity.js';
 export * from './human-duration.js';
+export * from './go-duration.js';
 export * from './pod-printing.js';

@@ -1,6 +1,7 @@
 import { isIPv4 } from 'node:net';
 import { hostname, networkInterfaces } from 'node:os';
 import { dirname, isAbsolute, resolve } from 'node:path';
+import { parseGoDuration as parseGoDurationMs } from '@nodelet/api';
 import type { Kernel, Logger, NodeletPlugin } from '@nodelet/kernel';
 import type { ProxyBackend, ProxyPluginConfig } from '@nodelet/proxy';
 import { intFlag, parseFlags } from './args.js';
@@ -95,24 +96,13 @@ export interface ProxySetup {
   configPath?: string;
 }
 
-/** Go duration strings ("1s", "500ms", "1m30s") in milliseconds. */
+/** Go duration strings ("1s", "500ms", "1m30s") in whole milliseconds. */
 export function parseGoDuration(text: string, field: string): number {
-  const units: Record<string, number> = {
-    ns: 1e-6,
-    us: 1e-3,
-    µs: 1e-3,
-    ms: 1,
-    s: 1000,
-    m: 60_000,
-    h: 3_600_000,
-  };
-  if (text === '0') return 0;
-  if (!/^(\d+(\.\d+)?(ns|us|µs|ms|s|m|h))+$/.test(text)) {
+  const ms = parseGoDurationMs(text);
+  if (ms === undefined) {
     throw new CliError(`${field}: ${JSON.stringify(text)} is not a duration; write it like 1s, 30s or 500ms`);
   }
-  let total = 0;
-  for (const m of text.matchAll(/(\d+(?:\.\d+)?)(ns|us|µs|ms|s|m|h)/g)) total += Number(m[1]) * units[m[2]!]!;
-  return Math.round(total);
+  return Math.round(ms);
 }
 
 function ipv4Addresses(): string[] {
