@@ -3,10 +3,16 @@
 import test from 'ava';
 import { webcrypto, X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { request as httpsRequest } from 'node:https';
 import 'reflect-metadata';
 import * as x509 from '@peculiar/x509';
-import { startCluster, waitFor, type ApiResponse, type TestCluster } from './test-helpers.js';
+import {
+  apiRequest,
+  type ApiResponse,
+  type RequestAuth,
+  startCluster,
+  type TestCluster,
+  waitFor,
+} from './test-helpers.js';
 
 x509.cryptoProvider.set(webcrypto as any);
 const algorithm = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' };
@@ -59,46 +65,8 @@ function withKubeconfig(file: string, method: string, path: string, body?: unkno
   return send({ cert: data('client-certificate-data'), key: data('client-key-data') }, method, path, body);
 }
 
-function send(
-  auth: { headers?: Record<string, string>; cert?: string; key?: string },
-  method: string,
-  path: string,
-  body?: unknown,
-): Promise<ApiResponse> {
-  return new Promise((resolve, reject) => {
-    const payload = body === undefined ? undefined : Buffer.from(JSON.stringify(body));
-    const req = httpsRequest(
-      new URL(path, c.cp.url),
-      {
-        method,
-        ca: c.cp.caCert,
-        cert: auth.cert,
-        key: auth.key,
-        headers: {
-          ...auth.headers,
-          accept: 'application/json',
-          ...(payload ? { 'content-type': 'application/json' } : {}),
-        },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (b: Buffer) => chunks.push(b));
-        res.on('end', () => {
-          const text = Buffer.concat(chunks).toString();
-          let json: any;
-          try {
-            json = JSON.parse(text);
-          } catch {
-            json = undefined;
-          }
-          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
-        });
-      },
-    );
-    req.on('error', reject);
-    req.end(payload);
-  });
-}
+const send = (auth: RequestAuth, method: string, path: string, body?: unknown) =>
+  apiRequest(c.cp, auth, method, path, body);
 
 /** Polls until `check` gives a value (the helper takes the description second). */
 const until = <T>(what: string, check: () => Promise<T | undefined>): Promise<T> => waitFor(check, what);

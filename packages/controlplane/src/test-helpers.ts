@@ -98,68 +98,76 @@ export function runKubectl(
   });
 }
 
-/** A raw HTTPS client with the admin's client certificate. */
+/** Who a raw request authenticates as: a client certificate, or headers (a bearer token). */
+export interface RequestAuth {
+  cert?: string;
+  key?: string;
+  headers?: Record<string, string>;
+  agent?: Agent;
+}
+
+/** One raw HTTPS request to the control plane; a body that is not a Buffer or string is sent as JSON. */
+export function apiRequest(
+  cp: ControlPlane,
+  auth: RequestAuth,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<ApiResponse> {
+  const payload =
+    body === undefined
+      ? undefined
+      : Buffer.isBuffer(body)
+        ? body
+        : typeof body === 'string'
+          ? Buffer.from(body)
+          : Buffer.from(JSON.stringify(body));
+  return new Promise((resolve, reject) => {
+    const req = httpsRequest(
+      new URL(path, cp.url),
+      {
+        method,
+        agent: auth.agent,
+        ca: cp.caCert,
+        cert: auth.cert,
+        key: auth.key,
+        headers: {
+          accept: 'application/json',
+          ...(payload
+            ? { 'content-type': 'application/json', 'content-length': String(payload.length) }
+            : {}),
+          ...auth.headers,
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const text = Buffer.concat(chunks).toString('utf8');
+          let json: any;
+          try {
+            json = JSON.parse(text);
+          } catch {
+            json = undefined;
+          }
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
+        });
+        res.on('error', reject);
+      },
+    );
+    req.on('error', reject);
+    req.end(payload);
+  });
+}
+
+/** A raw HTTPS client with the admin's client certificate (one keep-alive agent for all its requests). */
 export function admin(cp: ControlPlane) {
   let agent: Agent | undefined;
-  return (
-    method: string,
-    path: string,
-    body?: unknown,
-    headers: Record<string, string> = {},
-  ): Promise<ApiResponse> =>
-    new Promise((resolve, reject) => {
-      const url = new URL(path, cp.url);
-      agent ??= new Agent({
-        keepAlive: true,
-        maxSockets: 32,
-        ca: cp.caCert,
-        cert: cp.adminCredentials.cert,
-        key: cp.adminCredentials.key,
-      });
-      const payload =
-        body === undefined
-          ? undefined
-          : Buffer.isBuffer(body)
-            ? body
-            : typeof body === 'string'
-              ? Buffer.from(body)
-              : Buffer.from(JSON.stringify(body));
-      const req = httpsRequest(
-        url,
-        {
-          method,
-          agent,
-          ca: cp.caCert,
-          cert: cp.adminCredentials.cert,
-          key: cp.adminCredentials.key,
-          headers: {
-            accept: 'application/json',
-            ...(payload
-              ? { 'content-type': 'application/json', 'content-length': String(payload.length) }
-              : {}),
-            ...headers,
-          },
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => {
-            const text = Buffer.concat(chunks).toString('utf8');
-            let json: any;
-            try {
-              json = JSON.parse(text);
-            } catch {
-              json = undefined;
-            }
-            resolve({ status: res.statusCode ?? 0, headers: res.headers, text, json });
-          });
-          res.on('error', reject);
-        },
-      );
-      req.on('error', reject);
-      if (payload) req.end(payload);
-      else req.end();
-    });
+  return (method: string, path: string, body?: unknown, headers: Record<string, string> = {}) => {
+    const { cert, key } = cp.adminCredentials;
+    agent ??= new Agent({ keepAlive: true, maxSockets: 32, ca: cp.caCert, cert, key });
+    return apiRequest(cp, { cert, key, headers, agent }, method, path, body);
+  };
 }
 
 /** Polls `check` until it returns a value (not undefined) or `timeoutMs` passes. */
