@@ -1,29 +1,11 @@
 import test from 'ava';
 import { createLogger, EventBus, MemorySink } from '@nodelet/kernel';
 import { Kubelet } from './kubelet.js';
-import { makePod, startHarness, TestSource } from './test-harness.js';
+import { makePod, recordStarts, startHarness, TestSource } from './test-harness.js';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const B = 'runtime-fake.nodelet.dev/';
-
-/** Records the virtual time of every StartContainer, by container name. */
-function recordStarts(h: Awaited<ReturnType<typeof startHarness>>) {
-  const starts: { name: string; at: number }[] = [];
-  const created = new Map<string, string>();
-  const create = h.runtime.createContainer.bind(h.runtime);
-  const start = h.runtime.startContainer.bind(h.runtime);
-  h.runtime.createContainer = async (req: Parameters<typeof create>[0]) => {
-    const res = await create(req);
-    created.set(res.containerId, req.config!.metadata!.name);
-    return res;
-  };
-  h.runtime.startContainer = async (req: Parameters<typeof start>[0]) => {
-    starts.push({ name: created.get(req.containerId) ?? '?', at: h.clock.elapsed() });
-    return start(req);
-  };
-  return starts;
-}
 
 test('CrashLoopBackOff: first restart at once, then 10, 20, 40, 80, 160, 300, 300 s; status and restart count follow', async (t) => {
   const h = await startHarness();

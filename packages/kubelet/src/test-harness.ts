@@ -67,6 +67,27 @@ export async function startHarness(
   };
 }
 
+/**
+ * Records the virtual time of every StartContainer, by container name (restarts and backoff are read
+ * from these).
+ */
+export function recordStarts(h: Harness): { name: string; at: number }[] {
+  const starts: { name: string; at: number }[] = [];
+  const created = new Map<string, string>();
+  const create = h.runtime.createContainer.bind(h.runtime);
+  const start = h.runtime.startContainer.bind(h.runtime);
+  h.runtime.createContainer = async (req: Parameters<typeof create>[0]) => {
+    const res = await create(req);
+    created.set(res.containerId, req.config!.metadata!.name);
+    return res;
+  };
+  h.runtime.startContainer = async (req: Parameters<typeof start>[0]) => {
+    starts.push({ name: created.get(req.containerId) ?? '?', at: h.clock.elapsed() });
+    return start(req);
+  };
+  return starts;
+}
+
 export function makePod(
   name: string,
   spec: Partial<NonNullable<Pod['spec']>>,

@@ -1,7 +1,7 @@
 import test from 'ava';
 import type { Container, Pod, Probe } from '@nodelet/api';
 import type { NodeletEvent } from '@nodelet/kernel';
-import { makePod, startHarness, type Harness } from '../test-harness.js';
+import { makePod, recordStarts, startHarness, type Harness } from '../test-harness.js';
 
 /**
  * The prober under virtual time with the fake runtime: exec probes answered by `runtime.onExec`, so every
@@ -35,23 +35,6 @@ function scriptExec(h: Harness): ExecLog {
     runs: (name) => runs.get(name) ?? [],
     answer: (name, codes, then = 0) => answers.set(name, { codes: [...codes], then }),
   };
-}
-
-function recordStarts(h: Harness): { name: string; at: number }[] {
-  const starts: { name: string; at: number }[] = [];
-  const created = new Map<string, string>();
-  const create = h.runtime.createContainer.bind(h.runtime);
-  const start = h.runtime.startContainer.bind(h.runtime);
-  h.runtime.createContainer = async (req: Parameters<typeof create>[0]) => {
-    const res = await create(req);
-    created.set(res.containerId, req.config!.metadata!.name);
-    return res;
-  };
-  h.runtime.startContainer = async (req: Parameters<typeof start>[0]) => {
-    starts.push({ name: created.get(req.containerId) ?? '?', at: h.clock.elapsed() });
-    return start(req);
-  };
-  return starts;
 }
 
 const withProbes = (c: Partial<Container>, extra: Partial<Container> = {}): Container => ({
