@@ -60,6 +60,7 @@ import {
 import {
   applyStaticPodDefaults,
   containerResources,
+  criLinuxResources,
   hashContainer,
   ImagePuller,
   Kubelet,
@@ -437,13 +438,7 @@ function floorRequests(pods: Pod[], shapes: KubeRuntime): FloorRequest[] {
       stdinOnce: false,
       tty: false,
       linux: {
-        resources: {
-          cpuShares: BigInt(res.cpuShares),
-          cpuQuota: BigInt(res.cpuQuota),
-          cpuPeriod: BigInt(res.cpuPeriod),
-          memoryLimitInBytes: BigInt(res.memoryLimitInBytes),
-          oomScoreAdj: BigInt(res.oomScoreAdj),
-        },
+        resources: criLinuxResources(res),
         securityContext: { privileged: false, readonlyRootfs: false },
       },
     });

@@ -77,6 +77,7 @@ import { createLogger, RealClock } from '@nodelet/kernel';
 import {
   applyStaticPodDefaults,
   containerResources,
+  criLinuxResources,
   hashContainer,
   ImagePuller,
   KubeRuntime,
@@ -642,13 +643,7 @@ function floorRequests(n: number, logsDir: string, round: number): FloorRequest[
         },
         logPath: containerLogPath(container.name, 0),
         linux: {
-          resources: {
-            cpuShares: BigInt(res.cpuShares),
-            cpuQuota: BigInt(res.cpuQuota),
-            cpuPeriod: BigInt(res.cpuPeriod),
-            memoryLimitInBytes: BigInt(res.memoryLimitInBytes),
-            oomScoreAdj: BigInt(res.oomScoreAdj),
-          },
+          resources: criLinuxResources(res),
           securityContext: { privileged: false, readonlyRootfs: false },
         },
       }),

@@ -27,7 +27,7 @@ import {
   type ProbeVerdicts,
 } from './pod-actions.js';
 import type { WaitingReason } from './pod-status.js';
-import { containerResources } from './resources.js';
+import { containerResources, criLinuxResources } from './resources.js';
 import { RuntimeCache } from './runtime-cache.js';
 import {
   containerStateFromCri,
@@ -679,13 +679,7 @@ export class KubeRuntime {
       stdinOnce: !!container.stdinOnce,
       tty: !!container.tty,
       linux: {
-        resources: {
-          cpuShares: BigInt(res.cpuShares),
-          cpuQuota: BigInt(res.cpuQuota),
-          cpuPeriod: BigInt(res.cpuPeriod),
-          memoryLimitInBytes: BigInt(res.memoryLimitInBytes),
-          oomScoreAdj: BigInt(res.oomScoreAdj),
-        },
+        resources: criLinuxResources(res),
         securityContext: {
           privileged: !!container.securityContext?.privileged,
           readonlyRootfs: !!container.securityContext?.readOnlyRootFilesystem,

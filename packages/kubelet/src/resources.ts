@@ -1,5 +1,6 @@
 import type { Container, Pod } from '@nodelet/api';
 import { milliCpu, quantityValue } from '@nodelet/api';
+import type { LinuxContainerResources } from '@nodelet/cri';
 import { qosClass } from './pod-status.js';
 
 /**
@@ -58,5 +59,21 @@ export function containerResources(
     cpuPeriod: limits.cpu ? cfsPeriodUs : 0,
     memoryLimitInBytes: limits.memory ? quantityValue(limits.memory) : 0,
     oomScoreAdj: oomScoreAdj(pod, container, memoryCapacityBytes),
+  };
+}
+
+/** The CRI message fields for `res` (the int64 fields as bigint). */
+export function criLinuxResources(
+  res: LinuxResources,
+): Pick<
+  LinuxContainerResources,
+  'cpuShares' | 'cpuQuota' | 'cpuPeriod' | 'memoryLimitInBytes' | 'oomScoreAdj'
+> {
+  return {
+    cpuShares: BigInt(res.cpuShares),
+    cpuQuota: BigInt(res.cpuQuota),
+    cpuPeriod: BigInt(res.cpuPeriod),
+    memoryLimitInBytes: BigInt(res.memoryLimitInBytes),
+    oomScoreAdj: BigInt(res.oomScoreAdj),
   };
 }
