@@ -180,6 +180,20 @@ test.serial(
     });
     t.regex(failed.message, /subject alternative names/);
     t.falsy((await c.api('GET', `${path}/with-san`)).json.status.certificate);
+    // kubectl describe reads the request itself (subject, SANs) and the conditions from the object.
+    const described = await c.kubectl(['describe', 'csr', 'with-san']);
+    t.is(described.code, 0, described.stderr);
+    for (const line of [
+      /^Name:\s+with-san$/m,
+      /^Requesting User:\s+system:bootstrap:tok004$/m,
+      /^Signer:\s+kubernetes.io\/kube-apiserver-client-kubelet$/m,
+      /^Status:\s+Approved,Failed$/m,
+      /^\s+Common Name:\s+system:node:n3$/m,
+      /^\s+Organization:\s+system:nodes$/m,
+      /^\s+DNS Names:\s+evil.example$/m,
+    ]) {
+      t.regex(described.stdout, line);
+    }
     // A decision stays: denying an approved request is refused.
     const deny = await c.kubectl(['certificate', 'deny', 'manual']);
     t.not(deny.code, 0);
