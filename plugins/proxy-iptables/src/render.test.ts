@@ -113,6 +113,49 @@ test('a full render carries over the rules of unchanged service ports as bytes, 
   t.false(moved.text.includes('10.244.0.0/16'));
 });
 
+test('partial renders keep the top-level chains a full render would write, through any mix of changes', (t) => {
+  const tracker = loaded();
+  const r = new IptablesRenderer();
+  r.applied(r.render({ ...tracker.commit(), full: true }));
+  const slices = conformanceSlices();
+  const web = slices.find((s) => s.metadata?.name === 'web-fghij')!;
+  const sticky = conformanceServices().find((s) => s.metadata?.name === 'sticky')!;
+  const stickySlices = slices.filter((s) => s.metadata?.labels?.['kubernetes.io/service-name'] === 'sticky');
+  const steps: [string, () => void, boolean][] = [
+    [
+      'an endpoint replaced',
+      () => tracker.upsertEndpointSlice({ ...web, endpoints: [{ addresses: ['10.244.3.11'] }] }),
+      false,
+    ],
+    [
+      'a service added',
+      () => tracker.upsertService({ ...sticky, metadata: { ...sticky.metadata, name: 'sticky2' } }),
+      true,
+    ],
+    [
+      'another endpoint change',
+      () => tracker.upsertEndpointSlice({ ...web, endpoints: [{ addresses: ['10.244.3.12'] }] }),
+      false,
+    ],
+    [
+      'a service without endpoints now',
+      () => stickySlices.forEach((x) => tracker.deleteEndpointSlice(x)),
+      true,
+    ],
+    ['endpoints back', () => stickySlices.forEach((x) => tracker.upsertEndpointSlice(x)), true],
+    ['a service removed', () => tracker.deleteService(sticky), true],
+  ];
+  for (const [what, change, topChanges] of steps) {
+    change();
+    const committed = tracker.commit();
+    const partial = r.render({ ...committed, full: false });
+    t.false(partial.full, what);
+    t.deepEqual(partial.topLevel, new IptablesRenderer().render({ ...committed, full: true }).topLevel, what);
+    t.is(/^:KUBE-(SERVICES|NODEPORTS|EXTERNAL-SERVICES) /m.test(partial.text), topChanges, what);
+    r.applied(partial);
+  }
+});
+
 test('partial render: a removed service rewrites KUBE-SERVICES and deletes its chains', (t) => {
   const tracker = loaded();
   const r = new IptablesRenderer();

@@ -164,22 +164,23 @@ export class IptablesRenderer {
       this.context = { node: state.node, large };
       full = true;
     }
-    const mark = `0x${(1 << state.node.masqueradeBit).toString(16)}`;
-    const sorted = sortedServicePorts(state);
     const pool = full ? this.pool : undefined;
     const arena = new TextArena(pool);
     /** Blocks this render writes out, in rule order: a full render's are all of them. */
     const rerendered: ServiceBlock[] = [];
     let portsRendered = 0;
+    let sorted: ServicePortState[] | undefined;
     if (full) {
       // Until this render is applied, nothing partial may build on the blocks it replaces.
       this.appliedTop = undefined;
+      sorted = sortedServicePorts(state);
       this.blocks = planAll(sorted, sameContext ? this.appliedBlocks : undefined, rerendered);
     } else {
       this.blocks = new Map(this.blocks); // the applied render keeps the blocks it applied
       for (const name of changes.removed) this.blocks.delete(name);
-      for (const p of sorted) {
-        if (!changes.updated.has(p.name)) continue;
+      for (const name of [...changes.updated].sort()) {
+        const p = state.servicePorts.get(name);
+        if (!p) continue;
         const b = planBlock(p);
         writeBody(b, state.node, large, arena);
         portsRendered++;
@@ -187,55 +188,22 @@ export class IptablesRenderer {
         rerendered.push(b);
       }
     }
-    const ordered = sorted.map((p) => this.blocks.get(p.name)!);
 
-    const top = new Map<string, string[]>();
-    const put = (table: string, chain: string, lines: string[]) => top.set(`${table} ${chain}`, lines);
-    const collect = (pick: (b: ServiceBlock) => readonly string[]) => {
-      const out: string[] = [];
-      for (const b of ordered) for (const l of pick(b)) out.push(l);
-      return out;
-    };
-    put(
-      'filter',
-      KUBE_SERVICES,
-      collect((b) => b.filterServices),
-    );
-    put(
-      'filter',
-      KUBE_EXTERNAL_SERVICES,
-      collect((b) => b.filterExternal),
-    );
-    put(
-      'filter',
-      KUBE_NODEPORTS,
-      collect((b) => b.filterNodePorts),
-    );
-    put(
-      'filter',
-      KUBE_PROXY_FIREWALL,
-      collect((b) => b.filterFirewall),
-    );
-    put('filter', KUBE_FORWARD, [
-      `-A ${KUBE_FORWARD} -m conntrack --ctstate INVALID -j DROP`,
-      `-A ${KUBE_FORWARD} ${comment('kubernetes forwarding rules')} -m mark --mark ${mark}/${mark} -j ACCEPT`,
-      `-A ${KUBE_FORWARD} ${comment('kubernetes forwarding conntrack rule')} -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT`,
-    ]);
-    put('nat', KUBE_POSTROUTING, [
-      `-A ${KUBE_POSTROUTING} -m mark ! --mark ${mark}/${mark} -j RETURN`,
-      `-A ${KUBE_POSTROUTING} -j MARK --xor-mark ${mark}`,
-      `-A ${KUBE_POSTROUTING} ${comment('kubernetes service traffic requiring SNAT')} -j MASQUERADE --random-fully`,
-    ]);
-    put('nat', KUBE_MARK_MASQ, [`-A ${KUBE_MARK_MASQ} -j MARK --or-mark ${mark}`]);
-    put('nat', KUBE_SERVICES, [...collect((b) => b.natServices), ...nodePortsTail(state.node)]);
-    put(
-      'nat',
-      KUBE_NODEPORTS,
-      collect((b) => b.natNodePorts),
-    );
-
-    const topLevel = new Map<string, string>();
-    for (const [k, lines] of top) topLevel.set(k, lines.join('\n'));
+    // The top-level chains hold a line or two of every service port. A partial render whose changed
+    // ports have the same lines there as before (an endpoint change, as long as the port keeps some
+    // endpoints) has the applied top-level chains: it need not go through every service port.
+    let top: Map<string, string[]> | undefined;
+    let topLevel: Map<string, string>;
+    let ordered: ServiceBlock[] = [];
+    if (full || !sameTopLevelLines(changes, this.appliedBlocks, this.blocks)) {
+      sorted ??= sortedServicePorts(state);
+      ordered = sorted.map((p) => this.blocks.get(p.name)!);
+      top = topLevelLines(ordered, state.node);
+      topLevel = new Map();
+      for (const [k, lines] of top) topLevel.set(k, lines.join('\n'));
+    } else {
+      topLevel = this.appliedTop!;
+    }
     const changedTop = (key: string) => full || this.appliedTop!.get(key) !== topLevel.get(key);
 
     const out = new ChunkWriter(pool);
@@ -249,7 +217,7 @@ export class IptablesRenderer {
     let rulesWritten = 0;
     const writeTops = (table: string, chains: readonly string[]) => {
       for (const c of chains) {
-        const lines = top.get(`${table} ${c}`)!;
+        const lines = top!.get(`${table} ${c}`)!;
         for (const l of lines) out.line(l);
         rulesWritten += lines.length;
       }
@@ -491,6 +459,71 @@ function writeBodies(
     progress.rulesWritten += b.body!.lines;
     if (out.pending >= CHUNK_BYTES) return;
   }
+}
+
+/** Lines a service port has in the top-level chains (`planBlock` fills them). */
+const TOP_LEVEL_LISTS = [
+  'natServices',
+  'natNodePorts',
+  'filterServices',
+  'filterExternal',
+  'filterNodePorts',
+  'filterFirewall',
+] as const;
+
+/** Whether every changed or removed service port has the same top-level lines in `now` as in `before`. */
+function sameTopLevelLines(
+  changes: ChangeSet,
+  before: ReadonlyMap<string, ServiceBlock>,
+  now: ReadonlyMap<string, ServiceBlock>,
+): boolean {
+  for (const names of [changes.updated, changes.removed]) {
+    for (const name of names) {
+      const a = before.get(name);
+      const b = now.get(name);
+      for (const list of TOP_LEVEL_LISTS) {
+        const x = a?.[list] ?? NONE;
+        const y = b?.[list] ?? NONE;
+        if (x.length !== y.length || x.some((l, i) => l !== y[i])) return false;
+      }
+    }
+  }
+  return true;
+}
+
+/** The top-level chains' rules (keyed `table chain`): every service port's lines, then the node's. */
+function topLevelLines(ordered: readonly ServiceBlock[], node: NodeContext): Map<string, string[]> {
+  const mark = `0x${(1 << node.masqueradeBit).toString(16)}`;
+  const collect = (list: TopLevelLines) => {
+    const out: string[] = [];
+    for (const b of ordered) for (const l of b[list]) out.push(l);
+    return out;
+  };
+  return new Map([
+    [`filter ${KUBE_SERVICES}`, collect('filterServices')],
+    [`filter ${KUBE_EXTERNAL_SERVICES}`, collect('filterExternal')],
+    [`filter ${KUBE_NODEPORTS}`, collect('filterNodePorts')],
+    [`filter ${KUBE_PROXY_FIREWALL}`, collect('filterFirewall')],
+    [
+      `filter ${KUBE_FORWARD}`,
+      [
+        `-A ${KUBE_FORWARD} -m conntrack --ctstate INVALID -j DROP`,
+        `-A ${KUBE_FORWARD} ${comment('kubernetes forwarding rules')} -m mark --mark ${mark}/${mark} -j ACCEPT`,
+        `-A ${KUBE_FORWARD} ${comment('kubernetes forwarding conntrack rule')} -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT`,
+      ],
+    ],
+    [
+      `nat ${KUBE_POSTROUTING}`,
+      [
+        `-A ${KUBE_POSTROUTING} -m mark ! --mark ${mark}/${mark} -j RETURN`,
+        `-A ${KUBE_POSTROUTING} -j MARK --xor-mark ${mark}`,
+        `-A ${KUBE_POSTROUTING} ${comment('kubernetes service traffic requiring SNAT')} -j MASQUERADE --random-fully`,
+      ],
+    ],
+    [`nat ${KUBE_MARK_MASQ}`, [`-A ${KUBE_MARK_MASQ} -j MARK --or-mark ${mark}`]],
+    [`nat ${KUBE_SERVICES}`, [...collect('natServices'), ...nodePortsTail(node)]],
+    [`nat ${KUBE_NODEPORTS}`, collect('natNodePorts')],
+  ]);
 }
 
 /** The rules `chain` had in an applied block; undefined when that block did not have the chain. */
