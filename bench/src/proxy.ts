@@ -14,7 +14,10 @@
  *                --repeat runs (default 3 up to 1,000 services, else 1), each in fresh namespaces,
  *                rotating which of floor and nodelet goes first, each once the kernel has finished
  *                tearing down the last run's namespaces (the machine idle again); the ratios are the
- *                medians of each run's own ratio.
+ *                medians of each run's own ratio. The render is a new renderer's (a proxy's first
+ *                full sync: every byte written into memory the process has not used before) and, for
+ *                iptables, a running proxy's (every rule rendered again, as after a change on every
+ *                service port, into the memory its earlier renders used).
  *   (b) full     a new proxy's full sync into a fresh namespace (iptables: the restore starts, the rules
  *                stream into it as they are rendered, iptables-save of what exists starts beside it;
  *                nft: render, then nft -f) ÷ that same one-transaction apply (the floor). Goal ≤ 1.1.
@@ -199,6 +202,9 @@ interface Row {
   endpoints: number;
   rules: { bytes: number; lines: number };
   renderMs: number;
+  /** iptables: a running renderer's full render of every rule (nothing carried over), and ÷ the apply. */
+  runningRenderMs?: number;
+  runningRenderRatio?: number;
   /**
    * Every repeat's figures (ms), in run order: the medians come from these, the ratios are medians of
    * the repeats' own ratios; `settledMs`: how long each repeat, then each change of (c), waited for
@@ -206,6 +212,7 @@ interface Row {
    */
   repeats: {
     render: number[];
+    runningRender?: number[];
     floorApply: number[];
     nodeletFull: number[];
     runningFull?: number[];
@@ -252,6 +259,12 @@ class NamespaceRunner implements CommandRunner {
 interface Driver {
   /** The full rules by a new renderer, as the backend produces them (iptables: byte chunks). */
   render(state: ProxyState): string | Buffer[];
+  /**
+   * A running proxy's renderer (iptables): each call renders every rule again, alternating between
+   * `a` and `b` (the same services, other objects: nothing is carried over), and records it applied,
+   * so the next render writes into the memory the one before last used.
+   */
+  runningRender?(a: ProxyState, b: ProxyState): () => void;
   /** Whether a running proxy's full sync carries unchanged services' rules over (iptables). */
   carriesOver: boolean;
   floorCommand: [string, string[]];
@@ -275,6 +288,19 @@ function iptDriver(mode: 'legacy' | 'nft'): Driver {
         full: true,
         missingJumps: JUMP_RULES,
       }).chunks,
+    runningRender: (a, b) => {
+      const renderer = new IptablesRenderer();
+      let k = 0;
+      const once = () => {
+        const state = k++ % 2 === 0 ? a : b;
+        renderer.applied(
+          renderer.render({ state, changes: emptyChangeSet(), full: true, missingJumps: JUMP_RULES }),
+        );
+      };
+      once(); // the first render of a process, and the one whose memory the next renders take over
+      once();
+      return once;
+    },
     carriesOver: true,
     floorCommand: [`iptables-${mode}-restore`, ['--wait=5', '--noflush']],
     backend: (runner) => new IptablesBackend({ backend: mode, runner, logger: quiet }),
@@ -395,6 +421,10 @@ async function benchBackend(
   for (const s of services) tracker.upsertService(s);
   for (const s of slices) tracker.upsertEndpointSlice(s);
   const { state } = tracker.commit();
+  const twin = new ChangeTracker(defaultNodeContext('bench-node'), quiet);
+  for (const s of services) twin.upsertService(s);
+  for (const s of slices) twin.upsertEndpointSlice(s);
+  const runningRender = driver.runningRender?.(state, twin.commit().state);
 
   // (a) render ÷ the kernel applying the same text; (b) nodelet's full sync into a fresh namespace,
   // by a new proxy (its first full sync) and by a running one (its next full sync, as after someone
@@ -412,6 +442,7 @@ async function benchBackend(
     await warmNs.destroy();
   }
   const renders: number[] = [];
+  const runningRenders: number[] = [];
   const floors: number[] = [];
   const fulls: number[] = [];
   const runningFulls: number[] = [];
@@ -435,9 +466,25 @@ async function benchBackend(
       settled.push(await settle());
       // The render is timed on the idle machine too, as the applies are: a new renderer's, as in a
       // proxy's first full sync.
-      const t0 = performance.now();
-      const rendered = driver.render(state);
-      renders.push(performance.now() - t0);
+      let rendered: string | Buffer[] = '';
+      const renderNew = () => {
+        const t0 = performance.now();
+        rendered = driver.render(state);
+        renders.push(performance.now() - t0);
+      };
+      const renderRunning = () => {
+        if (!runningRender) return;
+        const t0 = performance.now();
+        runningRender();
+        runningRenders.push(performance.now() - t0);
+      };
+      if (r % 2 === 0) {
+        renderNew();
+        renderRunning();
+      } else {
+        renderRunning();
+        renderNew();
+      }
       text = typeof rendered === 'string' ? rendered : Buffer.concat(rendered);
       const floorNode = await freshNs();
       floorNs = namespaces[0];
@@ -479,7 +526,7 @@ async function benchBackend(
     const nodeletFullMs = median(fulls);
     const sequentialMs = sequentials.length > 0 ? median(sequentials) : undefined;
     process.stdout.write(
-      `  ${name} ${n}: render ${renderMs.toFixed(0)} ms, kernel apply ${floorMs.toFixed(0)} ms, nodelet full sync ${nodeletFullMs.toFixed(0)} ms${sequentialMs !== undefined ? ` (not streamed ${sequentialMs.toFixed(0)} ms)` : ''}`,
+      `  ${name} ${n}: render ${renderMs.toFixed(0)} ms${runningRenders.length > 0 ? ` (running proxy ${median(runningRenders).toFixed(0)} ms)` : ''}, kernel apply ${floorMs.toFixed(0)} ms, nodelet full sync ${nodeletFullMs.toFixed(0)} ms${sequentialMs !== undefined ? ` (not streamed ${sequentialMs.toFixed(0)} ms)` : ''}`,
     );
 
     // (c) one endpoint replaced, `changes` times: nodelet's sync (the tracker update and commit
@@ -545,8 +592,15 @@ async function benchBackend(
       endpoints: e,
       rules: { bytes: Buffer.byteLength(text), lines: text.toString().split('\n').length - 1 },
       renderMs: r2(renderMs),
+      ...(runningRenders.length > 0
+        ? {
+            runningRenderMs: r2(median(runningRenders)),
+            runningRenderRatio: Math.round(pairedRatio(runningRenders, floors) * 1000) / 1000,
+          }
+        : {}),
       repeats: {
         render: renders.map(r2),
+        ...(runningRenders.length > 0 ? { runningRender: runningRenders.map(r2) } : {}),
         floorApply: floors.map(r2),
         nodeletFull: fulls.map(r2),
         ...(runningFulls.length > 0 ? { runningFull: runningFulls.map(r2) } : {}),
@@ -750,11 +804,11 @@ async function main(): Promise<void> {
   }
 
   const table = [
-    '| backend | services × endpoints | rules (bytes) | (a) render ms | kernel apply ms | (a) ratio | (b) nodelet full ms | (b) ratio | (b) running proxy | (b) not streamed | (c) nodelet change ms | hand-made ms | (c) ratio |',
-    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
+    '| backend | services × endpoints | rules (bytes) | (a) render ms | kernel apply ms | (a) ratio | (a) running proxy | (b) nodelet full ms | (b) ratio | (b) running proxy | (b) not streamed | (c) nodelet change ms | hand-made ms | (c) ratio |',
+    '| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |',
     ...rows.map(
       (r) =>
-        `| ${r.backend} | ${r.services} × ${r.endpoints} | ${r.rules.bytes.toLocaleString('en')} | ${r.renderMs} | ${r.floorApplyMs} | ${r.renderRatio} | ${r.nodeletFullMs} | ${r.fullRatio} | ${r.runningFullRatio ?? '—'} | ${r.notStreamedRatio ?? '—'} | ${r.change.nodeletMs} | ${r.change.handMadeMs} | ${r.change.ratio} |`,
+        `| ${r.backend} | ${r.services} × ${r.endpoints} | ${r.rules.bytes.toLocaleString('en')} | ${r.renderMs} | ${r.floorApplyMs} | ${r.renderRatio} | ${r.runningRenderRatio ?? '—'} | ${r.nodeletFullMs} | ${r.fullRatio} | ${r.runningFullRatio ?? '—'} | ${r.notStreamedRatio ?? '—'} | ${r.change.nodeletMs} | ${r.change.handMadeMs} | ${r.change.ratio} |`,
     ),
   ].join('\n');
   if (rows.length > 0) console.log('\n' + table);
