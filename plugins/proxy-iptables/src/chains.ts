@@ -15,20 +15,30 @@ export const KUBE_PROXY_FIREWALL = 'KUBE-PROXY-FIREWALL';
 export const KUBE_PROXY_CANARY = 'KUBE-PROXY-CANARY';
 
 // Service-port and endpoint objects are replaced (not changed) when their service changes, so names
-// are remembered per object: a render computes each name once, as upstream stores them in its infos.
-const portHashes = new WeakMap<ServicePortInfo, string>();
+// are remembered per object: each name is computed once, as upstream stores them in its infos.
+interface PortChains {
+  svc: string;
+  svl: string;
+  ext: string;
+  fw: string;
+}
+const portChains = new WeakMap<ServicePortInfo, PortChains>();
 const endpointNames = new WeakMap<EndpointInfo, string>();
 
-function protoHash(p: ServicePortInfo): string {
-  let h = portHashes.get(p);
-  if (h === undefined) portHashes.set(p, (h = hashName(p.name + p.protocol.toLowerCase())));
-  return h;
+function chainsOf(p: ServicePortInfo): PortChains {
+  let c = portChains.get(p);
+  if (c === undefined) {
+    const h = hashName(p.name + p.protocol.toLowerCase());
+    c = { svc: `KUBE-SVC-${h}`, svl: `KUBE-SVL-${h}`, ext: `KUBE-EXT-${h}`, fw: `KUBE-FW-${h}` };
+    portChains.set(p, c);
+  }
+  return c;
 }
 
-export const serviceChain = (p: ServicePortInfo) => `KUBE-SVC-${protoHash(p)}`;
-export const serviceLocalChain = (p: ServicePortInfo) => `KUBE-SVL-${protoHash(p)}`;
-export const externalChain = (p: ServicePortInfo) => `KUBE-EXT-${protoHash(p)}`;
-export const firewallChain = (p: ServicePortInfo) => `KUBE-FW-${protoHash(p)}`;
+export const serviceChain = (p: ServicePortInfo) => chainsOf(p).svc;
+export const serviceLocalChain = (p: ServicePortInfo) => chainsOf(p).svl;
+export const externalChain = (p: ServicePortInfo) => chainsOf(p).ext;
+export const firewallChain = (p: ServicePortInfo) => chainsOf(p).fw;
 export function endpointChain(p: ServicePortInfo, ep: EndpointInfo): string {
   let name = endpointNames.get(ep);
   if (name === undefined) {

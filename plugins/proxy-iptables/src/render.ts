@@ -51,10 +51,9 @@ export interface ServiceBlock {
   readonly chains: string[];
   /** The rules of all those chains once rendered (`writeBody`), one range of an arena… */
   body: Span | undefined;
-  /** …and where each chain's rules are in it: chain i is bytes [offsets[i], offsets[i + 1]) of the
-   * body, holding lineCounts[i] rules. (Two small arrays, not one object per chain.) */
-  offsets: Uint32Array | undefined;
-  lineCounts: Uint32Array | undefined;
+  /** …and where each chain's rules are in it: with n chains, chain i is bytes [layout[i], layout[i + 1])
+   * of the body, holding layout[n + 1 + i] rules. (One small array, not one object per chain.) */
+  layout: Uint32Array | undefined;
   /** Position of each chain in `chains`, built when a large block is first searched. */
   chainIndex?: Map<string, number>;
   readonly natServices: readonly string[];
@@ -238,16 +237,16 @@ export class IptablesRenderer {
     // rewrites the service chain and adds one endpoint chain, not every endpoint chain of the
     // service). Full: every chain, its rules rendered after the declarations, while the output streams.
     const natTops = NAT_CHAINS.filter((c) => changedTop(`nat ${c}`));
+    // Full: every chain of every block (declared straight from the blocks); partial: the changed ones.
     const serviceChains: string[] = [];
     const serviceSpans: Span[] = [];
-    if (full) allChains(rerendered, serviceChains);
-    else changedChains(rerendered, this.appliedBlocks, serviceChains, serviceSpans);
+    if (!full) changedChains(rerendered, this.appliedBlocks, serviceChains, serviceSpans);
     const natJumps = () => (kernel.missingJumps ?? []).filter((j) => j.table === 'nat');
     if (full || natTops.length + serviceChains.length + stale.size + natJumps().length > 0) {
       out.line('*nat');
       for (const c of natTops) out.declare(c);
-      declareAll(out, serviceChains);
-      chainsWritten += natTops.length + serviceChains.length;
+      chainsWritten +=
+        natTops.length + (full ? declareBlockChains(out, rerendered) : declareAll(out, serviceChains));
       writeTops('nat', natTops);
       if (full) {
         yield take();
@@ -406,9 +405,14 @@ function planAll(
   return blocks;
 }
 
-/** Every chain of `blocks`, in order, into `out`. */
-function allChains(blocks: readonly ServiceBlock[], out: string[]): void {
-  for (const b of blocks) for (const c of b.chains) out.push(c);
+/** Declares every chain of `blocks`, in order; returns how many. */
+function declareBlockChains(out: ChunkWriter, blocks: readonly ServiceBlock[]): number {
+  let n = 0;
+  for (const b of blocks) {
+    for (const c of b.chains) out.declare(c);
+    n += b.chains.length;
+  }
+  return n;
 }
 
 /**
@@ -433,8 +437,9 @@ function changedChains(
   }
 }
 
-function declareAll(out: ChunkWriter, chains: readonly string[]): void {
+function declareAll(out: ChunkWriter, chains: readonly string[]): number {
   for (const c of chains) out.declare(c);
+  return chains.length;
 }
 
 /**
@@ -543,9 +548,9 @@ function chainSpan(b: ServiceBlock, i: number): Span {
   const body = b.body!;
   return {
     block: body.block,
-    start: body.start + b.offsets![i]!,
-    end: body.start + b.offsets![i + 1]!,
-    lines: b.lineCounts![i]!,
+    start: body.start + b.layout![i]!,
+    end: body.start + b.layout![i + 1]!,
+    lines: b.layout![b.chains.length + 1 + i]!,
   };
 }
 
@@ -587,18 +592,34 @@ function planBlock(p: ServicePortState): ServiceBlock {
   const sel = selectEndpoints(p);
   const name = p.name;
   const proto = p.protocol.toLowerCase();
+  const svc = serviceChain(p);
+  const svl = serviceLocalChain(p);
+  const ext = externalChain(p);
+  const fw = firewallChain(p);
+  const usesFirewall =
+    p.hasEndpoints && p.loadBalancerIPs.length > 0 && p.loadBalancerSourceRanges.length > 0;
+  // The chains in the order they are written: EXT, FW, SVC, SVL, then one SEP per endpoint.
+  const eps = p.allReachableEndpoints;
+  const chains = new Array<string>(
+    +sel.externalEntry + +usesFirewall + +sel.dispatchesCluster + +sel.dispatchesLocal + eps.length,
+  );
+  let k = 0;
+  if (sel.externalEntry) chains[k++] = ext;
+  if (usesFirewall) chains[k++] = fw;
+  if (sel.dispatchesCluster) chains[k++] = svc;
+  if (sel.dispatchesLocal) chains[k++] = svl;
+  for (const ep of eps) chains[k++] = endpointChain(p, ep);
   const b: ServiceBlock = {
     port: p,
     sel,
-    svc: serviceChain(p),
-    svl: serviceLocalChain(p),
-    ext: externalChain(p),
-    fw: firewallChain(p),
-    usesFirewall: p.hasEndpoints && p.loadBalancerIPs.length > 0 && p.loadBalancerSourceRanges.length > 0,
-    chains: [],
+    svc,
+    svl,
+    ext,
+    fw,
+    usesFirewall,
+    chains,
     body: undefined,
-    offsets: undefined,
-    lineCounts: undefined,
+    layout: undefined,
     natServices: NONE,
     natNodePorts: NONE,
     filterServices: NONE,
@@ -694,11 +715,6 @@ function planBlock(p: ServicePortState): ServiceBlock {
     );
   }
 
-  if (sel.externalEntry) b.chains.push(b.ext);
-  if (b.usesFirewall) b.chains.push(b.fw);
-  if (sel.dispatchesCluster) b.chains.push(b.svc);
-  if (sel.dispatchesLocal) b.chains.push(b.svl);
-  for (const ep of p.allReachableEndpoints) b.chains.push(endpointChain(p, ep));
   return b;
 }
 
@@ -711,25 +727,34 @@ function writeBody(b: ServiceBlock, node: NodeContext, large: boolean, arena: Te
   const p = b.port;
   const { sel, svc, svl, ext, fw } = b;
   const name = p.name;
-  const proto = p.protocol.toLowerCase();
-  const firstSep = b.chains.length - p.allReachableEndpoints.length;
-  const offsets = new Uint32Array(b.chains.length + 1);
-  const lineCounts = new Uint32Array(b.chains.length);
+  const pieces = protocolPieces(p.protocol);
+  const n = b.chains.length;
+  const firstSep = n - p.allReachableEndpoints.length;
+  const layout = new Uint32Array(2 * n + 1);
   let ruleCount = 0;
   arena.begin();
 
   // Masquerade off-cluster traffic to the cluster IP: the first rule of the internal policy's chain.
-  let masquerade: string | undefined;
   const internalChain = p.internalPolicyLocal ? svl : svc;
-  if (!sel.internalNoEndpoints) {
-    const base = `-A ${internalChain} ${comment(`${name} cluster IP`)} -m ${proto} -p ${proto} -d ${p.clusterIP} --dport ${p.port}`;
-    if (node.masqueradeAll) masquerade = `${base} -j ${KUBE_MARK_MASQ}`;
-    else if (node.clusterCIDR) masquerade = `${base} ! -s ${node.clusterCIDR} -j ${KUBE_MARK_MASQ}`;
-  }
+  const masquerade = !sel.internalNoEndpoints && (node.masqueradeAll || !!node.clusterCIDR);
   for (let i = 0; i < firstSep; i++) {
     const c = b.chains[i]!;
+    layout[i] = arena.written;
+    let count = 0;
+    if (c === internalChain && masquerade) {
+      //   -A CHAIN -m comment --comment "NAME cluster IP" -m P -p P -d IP --dport PORT [! -s CIDR] -j KUBE-MARK-MASQ
+      arena
+        .text('-A ')
+        .text(c)
+        .text(' ')
+        .text(comment(`${name} cluster IP`))
+        .text(pieces.destination);
+      arena.text(p.clusterIP).text(' --dport ').text(String(p.port));
+      if (!node.masqueradeAll) arena.text(' ! -s ').text(node.clusterCIDR!);
+      arena.text(MASQ_TAIL);
+      count++;
+    }
     const lines: string[] = [];
-    if (c === internalChain && masquerade) lines.push(masquerade);
     if (c === ext) {
       // The external-destinations chain.
       if (!p.externalPolicyLocal) {
@@ -759,40 +784,50 @@ function writeBody(b: ServiceBlock, node: NodeContext, large: boolean, arena: Te
       if (allowFromNode) for (const ip of p.loadBalancerIPs) lines.push(`${head} -s ${ip} -j ${ext}`);
       lines.push(`-A ${fw} ${comment(`other traffic to ${name} will be dropped by KUBE-PROXY-FIREWALL`)}`);
     }
-    offsets[i] = arena.written;
     for (const l of lines) arena.line(l);
-    let count = lines.length;
+    count += lines.length;
     if (c === svc) {
       count += dispatch(arena, p, svc, p.clusterEndpoints, b.chains, firstSep, large);
     } else if (c === svl) {
       count += dispatch(arena, p, svl, p.localEndpoints, b.chains, firstSep, large);
     }
-    lineCounts[i] = count;
+    layout[n + 1 + i] = count;
     ruleCount += count;
   }
   // One endpoint chain per reachable endpoint:
   //   -A KUBE-SEP-X [-m comment --comment NAME] -s IP -j KUBE-MARK-MASQ
   //   -A KUBE-SEP-X [-m comment --comment NAME] [-m recent --name KUBE-SEP-X --set] -m P -p P -j DNAT --to-destination IP:PORT
   const sepHead = large ? '' : ` ${comment(name)}`;
-  const dnat = ` -m ${proto} -p ${proto} -j DNAT --to-destination `;
+  const dnat = pieces.dnat;
   const affinity = p.sessionAffinity === 'ClientIP';
   const endpoints = p.allReachableEndpoints;
   for (let i = 0; i < endpoints.length; i++) {
     const sep = b.chains[firstSep + i]!;
     const ep = endpoints[i]!;
-    offsets[firstSep + i] = arena.written;
+    layout[firstSep + i] = arena.written;
     // Written piece by piece: no string per rule (a render's garbage is what makes it touch new memory).
     arena.text('-A ').text(sep).text(sepHead).text(' -s ').text(ep.ip).text(MASQ_TAIL);
     arena.text('-A ').text(sep).text(sepHead);
     if (affinity) arena.text(' -m recent --name ').text(sep).text(' --set');
     arena.text(dnat).text(ep.endpoint).newline();
-    lineCounts[firstSep + i] = 2;
+    layout[n + 1 + firstSep + i] = 2;
     ruleCount += 2;
   }
-  offsets[b.chains.length] = arena.written;
+  layout[n] = arena.written;
   b.body = arena.end(ruleCount);
-  b.offsets = offsets;
-  b.lineCounts = lineCounts;
+  b.layout = layout;
+}
+
+/** The parts of rules that depend on the protocol only, made once per protocol. */
+const PROTOCOL_PIECES = new Map<string, { destination: string; dnat: string }>();
+function protocolPieces(protocol: string): { destination: string; dnat: string } {
+  let pieces = PROTOCOL_PIECES.get(protocol);
+  if (!pieces) {
+    const p = protocol.toLowerCase();
+    pieces = { destination: ` -m ${p} -p ${p} -d `, dnat: ` -m ${p} -p ${p} -j DNAT --to-destination ` };
+    PROTOCOL_PIECES.set(protocol, pieces);
+  }
+  return pieces;
 }
 
 /**
