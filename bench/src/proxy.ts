@@ -9,7 +9,7 @@
  * For each backend and N services × E endpoints (ClusterIP services, upstream-shaped rules):
  *
  *   (a) render   rendering the full rules (in-process; iptables: into the byte chunks it streams, nft:
- *                one string) ÷ the kernel applying exactly that text once (`iptables-restore --noflush`
+ *                strings of about 64 KiB) ÷ the kernel applying exactly that text once (`iptables-restore --noflush`
  *                or `nft -f`) into a fresh namespace. Goal ≤ 0.1.
  *                --repeat runs (default 3 up to 1,000 services, else 1), each in fresh namespaces,
  *                rotating which of floor and nodelet goes first, each once the kernel has finished
@@ -77,7 +77,7 @@ import {
 import {
   endpointChain as nftEndpointChain,
   NftablesBackend,
-  renderNftables,
+  NftRenderer,
   serviceChain as nftServiceChain,
 } from '@nodelet/proxy-nftables';
 
@@ -257,8 +257,8 @@ class NamespaceRunner implements CommandRunner {
 
 /** Full rule text and the commands of one backend, plus the hand-made minimal transaction for a change. */
 interface Driver {
-  /** The full rules by a new renderer, as the backend produces them (iptables: byte chunks). */
-  render(state: ProxyState): string | Buffer[];
+  /** The full rules by a new renderer, in the pieces the backend writes (iptables: bytes, nft: strings). */
+  render(state: ProxyState): Buffer[] | string[];
   /**
    * A running proxy's renderer (iptables): each call renders every rule again, alternating between
    * `a` and `b` (the same services, other objects: nothing is carried over), and records it applied,
@@ -359,7 +359,8 @@ function iptDriver(mode: 'legacy' | 'nft'): Driver {
 }
 
 const nftDriver: Driver = {
-  render: (state) => renderNftables(state),
+  render: (state) =>
+    new NftRenderer().render({ state, changes: emptyChangeSet(), full: true, fresh: true }).chunks,
   carriesOver: false,
   floorCommand: ['nft', ['-f', '-']],
   backend: (runner) => new NftablesBackend({ runner, logger: quiet }),
@@ -466,7 +467,7 @@ async function benchBackend(
       settled.push(await settle());
       // The render is timed on the idle machine too, as the applies are: a new renderer's, as in a
       // proxy's first full sync.
-      let rendered: string | Buffer[] = '';
+      let rendered: Buffer[] | string[] = [];
       const renderNew = () => {
         const t0 = performance.now();
         rendered = driver.render(state);
@@ -485,7 +486,7 @@ async function benchBackend(
         renderRunning();
         renderNew();
       }
-      text = typeof rendered === 'string' ? rendered : Buffer.concat(rendered);
+      text = Buffer.concat(rendered.map((c) => (typeof c === 'string' ? Buffer.from(c) : c)));
       const floorNode = await freshNs();
       floorNs = namespaces[0];
       const nodeletNode = await freshNs();

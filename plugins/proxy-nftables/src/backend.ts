@@ -121,9 +121,9 @@ export class NftablesBackend implements ProxyBackend {
       recreateBaseChains: doFull && !fresh && !this.recreated,
       ...(existing ? { existingChains: existing.chains, existingSets: existing.sets } : {}),
     });
-    if (out.text) {
+    if (out.bytes > 0) {
       try {
-        await runChecked(this.runner, 'nft', ['-f', '-'], { input: out.text });
+        await this.apply(out.chunks);
       } catch (err) {
         this.renderer.reset();
         throw explain(err, out.text);
@@ -134,11 +134,23 @@ export class NftablesBackend implements ProxyBackend {
     return {
       full: out.full,
       written: out.commands,
-      bytes: out.text.length,
-      summary: out.text
-        ? `nft -f: ${out.commands} commands${fresh ? ' (new table)' : ''}`
-        : 'nothing to write',
+      bytes: out.bytes,
+      summary:
+        out.bytes > 0 ? `nft -f: ${out.commands} commands${fresh ? ' (new table)' : ''}` : 'nothing to write',
     };
+  }
+
+  /** One `nft -f -` transaction, its input written piece by piece. */
+  private async apply(chunks: readonly string[]): Promise<void> {
+    const nft = this.runner.start?.('nft', ['-f', '-']);
+    if (!nft) {
+      await runChecked(this.runner, 'nft', ['-f', '-'], { input: chunks.join('') });
+      return;
+    }
+    for (const c of chunks) nft.stdin.write(c);
+    nft.stdin.end();
+    const result = await nft.result;
+    if (result.code !== 0) throw new CommandError('nft -f -', result);
   }
 
   /** Deletes the `ip kube-proxy` table when it exists. */

@@ -67,6 +67,32 @@ const JUMPS = [
   ['cluster-ips-check', 'filter-output-post-dnat', 'ct state new'],
 ] as const;
 
+const CHUNK_CHARS = 64 * 1024;
+
+/**
+ * `groups` of lines as text, each line ending in a newline, in strings of about `CHUNK_CHARS`: never
+ * one string of the whole transaction (megabytes, copied once more by every join) — the pieces are
+ * written to nft's input one after another.
+ */
+function chunkLines(groups: readonly (readonly string[])[]): string[] {
+  const chunks: string[] = [];
+  let pending: string[] = [];
+  let size = 0;
+  for (const lines of groups) {
+    for (const l of lines) {
+      pending.push(l);
+      size += l.length + 1;
+      if (size >= CHUNK_CHARS) {
+        chunks.push(pending.join('\n') + '\n');
+        pending = [];
+        size = 0;
+      }
+    }
+  }
+  if (pending.length > 0) chunks.push(pending.join('\n') + '\n');
+  return chunks;
+}
+
 function sameLines(a: readonly string[] | undefined, b: readonly string[]): boolean {
   if (!a || a.length !== b.length) return false;
   for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
@@ -104,7 +130,12 @@ export interface NftRenderInput {
 }
 
 export interface NftRenderOutput {
-  text: string;
+  /** The transaction as `nft -f` input, in pieces of about 64 KiB (to be written one after another). */
+  chunks: string[];
+  /** Characters (= bytes: the rules are ASCII) of `chunks`; 0 when there is nothing to write. */
+  bytes: number;
+  /** The whole transaction as one string (for error messages, tests and golden files). */
+  readonly text: string;
   full: boolean;
   /** Commands (lines) in the transaction. */
   commands: number;
@@ -213,14 +244,27 @@ export class NftRenderer {
       for (const c of elementCommands(T, store.name, adds, deletes)) elements.push(c);
       out.statements += adds.length + deletes.length;
     }
-    const parts: string[] = [];
-    if (setup.length) parts.push(setup.join('\n'));
-    if (flushes.length) parts.push(flushes.join('\n'));
-    if (blocks.length) parts.push(`table ${T} {\n${blocks.join('\n')}\n}`);
-    if (elements.length) parts.push(elements.join('\n'));
-    if (tail.length) parts.push(tail.join('\n'));
+    const chunks = chunkLines([
+      setup,
+      flushes,
+      ...(blocks.length > 0 ? [[`table ${T} {`], blocks, ['}']] : []),
+      elements,
+      tail,
+    ]);
+    let bytes = 0;
+    for (const c of chunks) bytes += c.length;
+    let text: string | undefined;
     const commands = setup.length + flushes.length + out.statements + tail.length;
-    return { text: parts.length ? parts.join('\n') + '\n' : '', full, commands, deferredChains };
+    return {
+      chunks,
+      bytes,
+      get text() {
+        return (text ??= chunks.join(''));
+      },
+      full,
+      commands,
+      deferredChains,
+    };
   }
 
   /**
@@ -474,9 +518,11 @@ export class NftRenderer {
       if (exists) out.flushes.push(`flush chain ${T} ${name}`);
       const decl = setDecls.get(name);
       if (decl) out.blocks.push(decl);
-      out.blocks.push(`\tchain ${name} {`);
-      for (const l of lines) out.blocks.push(`\t\t${l}`);
-      out.blocks.push('\t}');
+      // One string per chain (not one per rule line): the full render's text is 43,000 lines at 1,000
+      // services, and each extra string is garbage to collect.
+      out.blocks.push(
+        lines.length > 0 ? `\tchain ${name} {\n\t\t${lines.join('\n\t\t')}\n\t}` : `\tchain ${name} {\n\t}`,
+      );
       out.statements += 1 + lines.length;
       this.chainContent.set(name, lines);
     }
