@@ -16,6 +16,7 @@ interface Row {
   floorApplyMs: number;
   nodeletFullMs: number;
   renderRatio: number;
+  runningRenderRatio?: number;
   fullRatio: number;
   runningFullRatio?: number;
   change: { ratio: number };
@@ -143,7 +144,7 @@ function legend(x: number, y: number, backends: string[], userspace: number | un
     `<text x="${x2 + 300}" y="${y}">dashed line: goal; pale bar: missed</text>`,
   );
   out.push(
-    `<text x="${x + 460}" y="${y + 20}">(b) bar: a new proxy's first full sync; ◇: a running proxy's next one</text>`,
+    `<text x="${x + 460}" y="${y + 20}">(a), (b) bar: a new proxy; ◇: a running proxy (iptables)</text>`,
   );
   if (userspace !== undefined) {
     out.push(
@@ -182,6 +183,7 @@ export function plot(results: Result[]): string {
       rows,
       (r) => r.renderRatio,
       0.1,
+      (r) => r.runningRenderRatio,
     ),
     ratioPanel(
       { x: 80, y: 380, w: 370, h: 190 },
