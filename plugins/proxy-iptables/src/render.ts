@@ -353,7 +353,10 @@ export class IptablesRenderer {
   private staleAfterFull(ordered: readonly ServiceBlock[], kernel: KernelState): Set<string> {
     const candidates: string[] = [];
     for (const c of kernel.existingChains ?? []) if (isServiceChain(c)) candidates.push(c);
-    for (const b of this.appliedBlocks.values()) for (const c of b.chains) candidates.push(c);
+    for (const [name, b] of this.appliedBlocks) {
+      if (this.blocks.get(name) === b) continue; // carried over: every chain of it is still in use
+      for (const c of b.chains) candidates.push(c);
+    }
     const stale = new Set<string>();
     if (candidates.length === 0) return stale; // a fresh table: no need to index the active chains
     const active = new Set<string>();
