@@ -19,9 +19,10 @@
  *                iptables, a running proxy's (every rule rendered again, as after a change on every
  *                service port, into the memory its earlier renders used; measured after (c), as many
  *                times as repeats, ratio of the medians).
- *   (b) full     a new proxy's full sync into a fresh namespace (iptables: the restore starts, the rules
- *                stream into it as they are rendered, iptables-save of what exists starts beside it;
- *                nft: render, then nft -f) ÷ that same one-transaction apply (the floor). Goal ≤ 1.1.
+ *   (b) full     a new proxy's full sync into a fresh namespace (iptables: the restore starts, with
+ *                iptables-save of what exists beside it in the same child, and the rules stream into
+ *                it as they are rendered; nft: render, then nft -f) ÷ that same one-transaction apply
+ *                (the floor). Goal ≤ 1.1.
  *                For iptables also a running proxy's next full sync (one backend for all repeats, a
  *                fresh namespace each time, as after someone flushed the tables: unchanged services'
  *                rules carried over as bytes), and the new proxy's sync not streamed (save, render,

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import type { Writable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 
 export interface ExecResult {
   code: number;
@@ -32,6 +32,8 @@ export interface CommandRunner {
 export interface RunningCommand {
   /** The command's stdin: write the input, then `end()` it. Write errors (the command exited) are ignored. */
   readonly stdin: Writable;
+  /** The command's output as it comes (it is also collected into `result`). */
+  readonly stdout: Readable;
   /** How the command ended; settles once stdin is ended and the command exits (or is killed). */
   readonly result: Promise<ExecResult>;
   /** Kills the command (input that cannot be completed must not be applied). */
@@ -101,7 +103,7 @@ export class HostCommandRunner implements CommandRunner {
       });
     });
     child.stdin.on('error', () => undefined);
-    return { stdin: child.stdin, result, kill: () => child.kill('SIGKILL') };
+    return { stdin: child.stdin, stdout: child.stdout, result, kill: () => child.kill('SIGKILL') };
   }
 }
 

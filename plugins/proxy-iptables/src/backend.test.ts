@@ -1,4 +1,4 @@
-import { Writable } from 'node:stream';
+import { PassThrough, Writable } from 'node:stream';
 import test from 'ava';
 import { createLogger } from '@nodelet/kernel';
 import {
@@ -16,18 +16,28 @@ import { IptablesRenderer } from './render.js';
 const quiet = createLogger({ sink: () => undefined });
 const ok = (stdout = ''): ExecResult => ({ code: 0, stdout, stderr: '' });
 
-/** Answers iptables-save from `save`; records what each started restore received, and kills. */
+/**
+ * Plays the full sync's one child (`sh -c '{ iptables-save; … } & exec iptables-restore …'`): its stdout
+ * gives what `save` answers and the save's status line; records the command line, what the restore
+ * received, and kills.
+ */
 class StreamingRunner implements CommandRunner {
-  readonly restores: { chunks: Buffer[]; ended: boolean; killed: boolean }[] = [];
+  readonly restores: { command: string; chunks: Buffer[]; ended: boolean; killed: boolean }[] = [];
   constructor(private readonly save: () => Promise<ExecResult>) {}
 
   run(command: string): Promise<ExecResult> {
     return command.endsWith('-save') ? this.save() : Promise.resolve(ok());
   }
 
-  start(): RunningCommand {
-    const r = { chunks: [] as Buffer[], ended: false, killed: false };
+  start(command: string, args: readonly string[]): RunningCommand {
+    const r = { command: [command, ...args].join(' '), chunks: [] as Buffer[], ended: false, killed: false };
     this.restores.push(r);
+    const stdout = new PassThrough();
+    let saveStderr = '';
+    void this.save().then((s) => {
+      saveStderr = s.stderr;
+      stdout.write(`${s.stdout}\n# nodelet: iptables-save exit ${s.code}\n`);
+    });
     let done: (e: ExecResult) => void = () => undefined;
     const result = new Promise<ExecResult>((resolve) => (done = resolve));
     const stdin = new Writable({
@@ -37,16 +47,17 @@ class StreamingRunner implements CommandRunner {
       },
       final(cb) {
         r.ended = true;
-        done(ok());
+        done({ code: 0, stdout: '', stderr: saveStderr });
         cb();
       },
     });
     return {
       stdin,
+      stdout,
       result,
       kill: () => {
         r.killed = true;
-        done({ code: 137, stdout: '', stderr: 'killed' });
+        done({ code: 137, stdout: '', stderr: saveStderr });
       },
     };
   }
@@ -67,7 +78,12 @@ test('a full sync streams what a whole render gives: stale chains deleted, only 
   const state = conformanceTracker().commit().state;
   const result = await backend.sync(state, emptyChangeSet(), true);
   t.true(result.full);
-  const [restore] = runner.restores;
+  const [restore, ...more] = runner.restores;
+  t.is(more.length, 0, 'one child for the save and the restore');
+  t.regex(
+    restore!.command,
+    /^sh -c \{ iptables-legacy-save; .* & exec iptables-legacy-restore --wait=5 --noflush$/,
+  );
   t.true(restore!.ended && !restore!.killed);
   const streamed = Buffer.concat(restore!.chunks).toString();
   const whole = new IptablesRenderer().render({

@@ -17,7 +17,7 @@ import {
   KUBE_PROXY_CANARY,
   NAT_CHAINS,
 } from './chains.js';
-import { detectMode, Iptables, type IptablesMode, type SavedRules } from './iptables.js';
+import { detectMode, Iptables, type IptablesMode, type SavedRules, SaveFailed } from './iptables.js';
 import { IptablesRenderer, type KernelState, NEED_KERNEL_STATE, type RenderOutput } from './render.js';
 
 export type IptablesBackendChoice = 'auto' | IptablesMode;
@@ -38,6 +38,14 @@ function hasJump(saved: SavedRules, j: JumpRule): boolean {
   return (saved.rules.get(j.table) ?? []).some(
     (r) => r.startsWith(`-A ${j.from} `) && r.endsWith(`-j ${j.to}`) && r.includes(j.comment),
   );
+}
+
+/** What a full render needs from iptables-save: our chains that exist, and which jumps are missing. */
+function kernelState(saved: SavedRules): KernelState {
+  return {
+    existingChains: new Set([...(saved.chains.get('nat') ?? [])].filter(isServiceChain)),
+    missingJumps: JUMP_RULES.filter((j) => !hasJump(saved, j)),
+  };
 }
 
 /** Adds the failing line to iptables-restore's "line N failed" message. */
@@ -123,49 +131,42 @@ export class IptablesBackend implements ProxyBackend {
   }
 
   /**
-   * A full sync: iptables-restore starts first and the rules go into its stdin while they are
-   * rendered, so the kernel tool parses the first rules while the last are produced. iptables-save
-   * (what exists: stale chains, missing jumps) starts once the restore has its first rules — starting
-   * a process blocks this one for 10-20 ms, which must not delay the restore's input — and is needed
-   * only for the last lines of the nat table; if it fails, the restore is killed before it saw a
-   * COMMIT, and nothing changes.
+   * A full sync: iptables-restore starts, with iptables-save beside it in the same child (what exists:
+   * stale chains, missing jumps), and the rules go into the restore's stdin while they are rendered, so
+   * the kernel tool parses the first rules while the last are produced. The save is needed only for the
+   * last lines of the nat table; if it fails, the restore is killed before it saw a COMMIT, and nothing
+   * changes.
    */
   private async fullSync(ipt: Iptables, state: ProxyState, changes: ChangeSet): Promise<RenderOutput> {
-    const restore = ipt.startRestore();
-    let kernel: Promise<KernelState> | undefined;
-    const kernelState = () => {
-      if (kernel) return kernel;
-      kernel = ipt.save().then((saved) => ({
-        existingChains: new Set([...(saved.chains.get('nat') ?? [])].filter(isServiceChain)),
-        missingJumps: JUMP_RULES.filter((j) => !hasJump(saved, j)),
-      }));
-      kernel.catch(() => undefined); // awaited later; this only marks it handled meanwhile
-      return kernel;
-    };
-    if (!restore) {
-      const out = this.renderer.render({ state, changes, full: true, ...(await kernelState()) });
+    const started = ipt.startRestoreWithSave();
+    if (!started) {
+      const out = this.renderer.render({ state, changes, full: true, ...kernelState(await ipt.save()) });
       await ipt.restore(out.text).catch((err) => Promise.reject(explain(err, out.text)));
       return out;
     }
+    const { restore, saved } = started;
     const steps = this.renderer.steps({ state, changes, full: true });
     let out: RenderOutput;
     try {
       let r = steps.next();
       while (!r.done) {
         if (r.value === NEED_KERNEL_STATE) {
-          r = steps.next(await kernelState());
+          r = steps.next(kernelState(await saved));
           continue;
         }
         for (const chunk of r.value) restore.stdin.write(chunk);
         // Let the event loop hand what was written to the pipe before rendering on.
         await new Promise((resolve) => setImmediate(resolve));
-        kernelState(); // started once, after the restore has its first rules
         r = steps.next();
       }
       out = r.value;
     } catch (err) {
       restore.kill();
-      await restore.result.catch(() => undefined);
+      const result = await restore.result.catch(() => undefined);
+      if (err instanceof SaveFailed) {
+        const stderr = (result?.stderr ?? '').trim().split('\n').slice(0, 6).join(' | ');
+        throw new Error(stderr ? `${err.message}: ${stderr}` : err.message);
+      }
       throw err;
     }
     restore.stdin.end();

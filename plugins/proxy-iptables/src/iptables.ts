@@ -1,3 +1,4 @@
+import { StringDecoder } from 'node:string_decoder';
 import { type CommandRunner, type RunningCommand, runChecked } from '@nodelet/proxy';
 
 /** The two kernel back ends of iptables on Debian: x_tables (`iptables-legacy`) and nf_tables (`iptables-nft`). */
@@ -79,6 +80,27 @@ export function parseSave(text: string): SavedRules {
   return { chains, rules };
 }
 
+const SAVE_EXIT = '# nodelet: iptables-save exit ';
+const SAVE_EXIT_LINE = new RegExp(`\\n${SAVE_EXIT}(\\d+)\\n$`);
+
+/** A restore being fed, and what iptables-save showed beside it (`Iptables.startRestoreWithSave`). */
+export interface RestoreWithSave {
+  restore: RunningCommand;
+  saved: Promise<SavedRules>;
+}
+
+/** iptables-save failed (`code`, -1 when unknown; its messages are on the stderr of the command it ran in). */
+export class SaveFailed extends Error {
+  constructor(
+    readonly command: string,
+    readonly code: number,
+    why = `exited with code ${code}`,
+  ) {
+    super(`${command} ${why}`);
+    this.name = 'SaveFailed';
+  }
+}
+
 /** The iptables tools of one back end, run through `runner` (possibly inside a network namespace). */
 export class Iptables {
   constructor(
@@ -102,9 +124,45 @@ export class Iptables {
     await runChecked(this.runner, tools(this.mode).restore, RESTORE_ARGS, { input: text });
   }
 
-  /** The same restore, started now and fed while its input is produced; undefined when the runner cannot. */
-  startRestore(): RunningCommand | undefined {
-    return this.runner.start?.(tools(this.mode).restore, RESTORE_ARGS);
+  /**
+   * The restore, started now and fed while its input is produced, with iptables-save running beside
+   * it in the same child: `sh` starts the save in the background and becomes the restore. Node starts
+   * a process by forking all of this one (milliseconds of CPU for a large process, and every page it
+   * writes afterwards faults once more): one child instead of two is what a full sync saves. The save's output comes
+   * first on the child's stdout (the restore writes nothing there), ended by a line with its exit
+   * status. Undefined when the runner cannot stream.
+   */
+  startRestoreWithSave(): RestoreWithSave | undefined {
+    const { save, restore } = tools(this.mode);
+    // The status line is preceded by a newline of its own, so it always starts a line.
+    const script = `{ ${save}; printf '\\n${SAVE_EXIT}%d\\n' $?; } & exec ${restore} ${RESTORE_ARGS.join(' ')}`;
+    const running = this.runner.start?.('sh', ['-c', script]);
+    if (!running) return undefined;
+    const saved = new Promise<SavedRules>((resolve, reject) => {
+      const decoder = new StringDecoder('utf8');
+      const parts: string[] = [];
+      let tail = '';
+      const onData = (data: Buffer) => {
+        const text = decoder.write(data);
+        parts.push(text);
+        tail = (tail + text).slice(-80);
+        // The status line is the last the save writes, and nothing follows it on this stdout.
+        const m = SAVE_EXIT_LINE.exec(tail);
+        if (!m) return;
+        running.stdout.off('data', onData);
+        const code = Number(m[1]);
+        if (code !== 0) return reject(new SaveFailed(save, code));
+        const all = parts.join('');
+        resolve(parseSave(all.slice(0, all.length - (tail.length - m.index))));
+      };
+      running.stdout.on('data', onData);
+      running.result.then(
+        () => reject(new SaveFailed(save, -1, 'gave no status (its command ended first)')),
+        reject,
+      );
+    });
+    saved.catch(() => undefined); // awaited by the caller when it needs the rules
+    return { restore: running, saved };
   }
 
   /** The restore command line, for error messages. */

@@ -23,7 +23,8 @@ const refusedRestore = (input: string) =>
   input.replace(/COMMIT\n$/, '-A KUBE-SERVICES -j NO-SUCH-CHAIN\nCOMMIT\n');
 const faulty = (netns: string) =>
   new FaultyRunner(new HostCommandRunner(netns), {
-    isTransaction: (command) => command.endsWith('-restore'),
+    // iptables-restore, run alone or with iptables-save beside it (`sh -c '… & exec iptables-…-restore …'`).
+    isTransaction: (command, args) => /-restore\b/.test([command, ...args].join(' ')),
     corrupt: refusedRestore,
   });
 

@@ -97,33 +97,28 @@ export class FaultyRunner implements CommandRunner {
     options?: Omit<ExecOptions, 'input'>,
   ): RunningCommand {
     if (!this.options.isTransaction(command, args)) return this.inner.start!(command, args, options);
+    // The command starts at once (its output may be needed before its input is complete); its input
+    // is held and written, possibly corrupted, once complete.
+    const running = this.inner.start!(command, args, options);
     const chunks: Buffer[] = [];
-    let running: RunningCommand | undefined;
     let killed = false;
-    let settle: (r: Promise<ExecResult>) => void = () => undefined;
-    const result = new Promise<ExecResult>((resolve) => (settle = resolve));
     const stdin = new Writable({
       write(chunk: Buffer, _encoding, done) {
         chunks.push(Buffer.from(chunk));
         done();
       },
       final: (done) => {
-        if (!killed) {
-          running = this.inner.start!(command, args, options);
-          running.stdin.end(this.transaction(Buffer.concat(chunks).toString('utf8')));
-          settle(running.result);
-        }
+        if (!killed) running.stdin.end(this.transaction(Buffer.concat(chunks).toString('utf8')));
         done();
       },
     });
     return {
       stdin,
-      result,
+      stdout: running.stdout,
+      result: running.result,
       kill: () => {
         killed = true;
-        if (running) running.kill();
-        else
-          settle(Promise.resolve({ code: 137, stdout: '', stderr: 'killed before its input was complete' }));
+        running.kill();
       },
     };
   }
