@@ -40,12 +40,17 @@ export interface RunningCommand {
   kill(): void;
 }
 
+/** The first lines of what a command printed (stderr, else stdout), on one line; '' when nothing. */
+export function outputSummary(result: Pick<ExecResult, 'stdout' | 'stderr'>): string {
+  return (result.stderr || result.stdout).trim().split('\n').slice(0, 6).join(' | ');
+}
+
 export class CommandError extends Error {
   constructor(
     readonly command: string,
     readonly result: ExecResult,
   ) {
-    const detail = (result.stderr || result.stdout).trim().split('\n').slice(0, 6).join(' | ');
+    const detail = outputSummary(result);
     super(`${command} exited with code ${result.code}${detail ? `: ${detail}` : ''}`);
     this.name = 'CommandError';
   }

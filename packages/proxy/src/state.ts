@@ -77,6 +77,19 @@ export interface SyncResult {
   readonly summary?: string;
 }
 
+/**
+ * The updated service ports of `changes` that `state` has, in the order a full render writes them (by
+ * name), without sorting every port of the state: what a partial render goes through.
+ */
+export function sortedUpdatedPorts(state: ProxyState, changes: ChangeSet): ServicePortState[] {
+  const ports: ServicePortState[] = [];
+  for (const name of [...changes.updated].sort()) {
+    const p = state.servicePorts.get(name);
+    if (p) ports.push(p);
+  }
+  return ports;
+}
+
 /** Service ports of a state in a stable order (by name), the order rules are rendered in. */
 export function sortedServicePorts(state: ProxyState): ServicePortState[] {
   return [...state.servicePorts.values()].sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));

@@ -4,6 +4,7 @@ import {
   CommandError,
   emptyChangeSet,
   HostCommandRunner,
+  outputSummary,
   type ProxyBackend,
   type ProxyState,
   type SyncResult,
@@ -164,8 +165,8 @@ export class IptablesBackend implements ProxyBackend {
       restore.kill();
       const result = await restore.result.catch(() => undefined);
       if (err instanceof SaveFailed) {
-        const stderr = (result?.stderr ?? '').trim().split('\n').slice(0, 6).join(' | ');
-        throw new Error(stderr ? `${err.message}: ${stderr}` : err.message);
+        const detail = result ? outputSummary({ stdout: '', stderr: result.stderr }) : '';
+        throw new Error(detail ? `${err.message}: ${detail}` : err.message);
       }
       throw err;
     }

@@ -9,6 +9,7 @@ import {
   type ServicePortState,
   selectEndpoints,
   sortedServicePorts,
+  sortedUpdatedPorts,
 } from '@nodelet/proxy';
 import {
   endpointChain,
@@ -177,9 +178,7 @@ export class IptablesRenderer {
     } else {
       this.blocks = new Map(this.blocks); // the applied render keeps the blocks it applied
       for (const name of changes.removed) this.blocks.delete(name);
-      for (const name of [...changes.updated].sort()) {
-        const p = state.servicePorts.get(name);
-        if (!p) continue;
+      for (const p of sortedUpdatedPorts(state, changes)) {
         const b = planBlock(p);
         writeBody(b, state.node, large, arena);
         portsRendered++;

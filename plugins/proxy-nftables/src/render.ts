@@ -8,6 +8,7 @@ import {
   type ServicePortState,
   selectEndpoints,
   sortedServicePorts,
+  sortedUpdatedPorts,
 } from '@nodelet/proxy';
 import { type Element, elementCommands, ElementStore } from './elements.js';
 import {
@@ -200,11 +201,7 @@ export class NftRenderer {
         }
         this.objects.delete(name);
       }
-      // Only the changed ports, in the order a full render writes them (by name), without sorting all.
-      rerender = [...changes.updated]
-        .sort()
-        .map((name) => state.servicePorts.get(name))
-        .filter((p): p is ServicePortState => p !== undefined);
+      rerender = sortedUpdatedPorts(state, changes);
       for (const p of rerender) before.set(p.name, this.objects.get(p.name));
     }
     for (const p of rerender) {
