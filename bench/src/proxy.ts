@@ -8,25 +8,25 @@
  *
  * For each backend and N services × E endpoints (ClusterIP services, upstream-shaped rules):
  *
- *   (a) render   rendering the full rules (in-process; iptables: into the byte chunks it streams, nft:
- *                strings of about 64 KiB) ÷ the kernel applying exactly that text once (`iptables-restore --noflush`
- *                or `nft -f`) into a fresh namespace. Goal ≤ 0.1.
+ *   (a) render   rendering the full rules as a full sync does (in-process; iptables: streamed, each
+ *                byte chunk handed on before the next is rendered into the same memory, nft: strings
+ *                of about 64 KiB) ÷ the kernel applying exactly that text once (`iptables-restore
+ *                --noflush` or `nft -f`) into a fresh namespace. Goal ≤ 0.1.
  *                --repeat runs (default 3 up to 1,000 services, else 1), each in fresh namespaces,
  *                rotating which of floor and nodelet goes first, each once the kernel has finished
  *                tearing down the last run's namespaces (the machine idle again); the ratios are the
  *                medians of each run's own ratio. The render is a new renderer's (a proxy's first
- *                full sync: every byte written into memory the process has not used before) and, for
- *                iptables, a running proxy's (every rule rendered again, as after a change on every
- *                service port, into the memory its earlier renders used; measured after (c), as many
- *                times as repeats, ratio of the medians).
+ *                full sync: its blocks and plans made anew) and, for iptables, a running proxy's
+ *                (every rule rendered again, as after a change on every service port, into the
+ *                blocks its earlier renders used; measured after (c), as many times as repeats,
+ *                ratio of the medians).
  *   (b) full     a new proxy's full sync into a fresh namespace (iptables: the restore starts, with
  *                iptables-save of what exists beside it in the same child, and the rules stream into
  *                it as they are rendered; nft: render, then nft -f) ÷ that same one-transaction apply
  *                (the floor). Goal ≤ 1.1.
  *                For iptables also a running proxy's next full sync (one backend for all repeats, a
- *                fresh namespace each time, as after someone flushed the tables: unchanged services'
- *                rules carried over as bytes), and the new proxy's sync not streamed (save, render,
- *                restore in turn).
+ *                fresh namespace each time, as after someone flushed the tables), and the new
+ *                proxy's sync not streamed (save, render, restore in turn).
  *   (c) change   one endpoint of one service replaced: nodelet's sync (tracker commit + backend partial
  *                sync) ÷ a minimal hand-made transaction doing the same on a twin namespace (rewrite the
  *                service chain, add the new endpoint chain, delete the old one). The median of
@@ -74,6 +74,8 @@ import {
   IptablesRenderer,
   isServiceChain,
   JUMP_RULES,
+  NEED_KERNEL_STATE,
+  type RenderOutput,
   serviceChain as iptServiceChain,
 } from '@nodelet/proxy-iptables';
 import {
@@ -204,7 +206,7 @@ interface Row {
   endpoints: number;
   rules: { bytes: number; lines: number };
   renderMs: number;
-  /** iptables: a running renderer's full render of every rule (nothing carried over), and ÷ the apply. */
+  /** iptables: a running renderer's full render of every rule, and ÷ the apply. */
   runningRenderMs?: number;
   runningRenderRatio?: number;
   /**
@@ -225,7 +227,7 @@ interface Row {
   renderRatio: number;
   nodeletFullMs: number;
   fullRatio: number;
-  /** iptables: the full sync of a running proxy (unchanged services' rules carried over). */
+  /** iptables: the full sync of a running proxy. */
   runningFullMs?: number;
   runningFullRatio?: number;
   /** iptables: the same full sync without streaming (save, render, restore one after the other). */
@@ -259,16 +261,21 @@ class NamespaceRunner implements CommandRunner {
 
 /** Full rule text and the commands of one backend, plus the hand-made minimal transaction for a change. */
 interface Driver {
-  /** The full rules by a new renderer, in the pieces the backend writes (iptables: bytes, nft: strings). */
-  render(state: ProxyState): Buffer[] | string[];
   /**
-   * A running proxy's renderer (iptables): each call renders every rule again, alternating between
-   * `a` and `b` (the same services, other objects: nothing is carried over), and records it applied,
-   * so the next render writes into the memory the one before last used.
+   * The full rules by a new renderer, made as the backend's full sync makes them (iptables: streamed,
+   * each chunk handed on before the next is rendered into the same memory; nft: strings of about
+   * 64 KiB, all kept). Timed; what it makes is dropped.
+   */
+  render(state: ProxyState): void;
+  /** The same rules as one text, for the floor (not timed). */
+  text(state: ProxyState): Buffer;
+  /**
+   * A running proxy's renderer (iptables): each call renders every rule again as `render` does,
+   * alternating between `a` and `b` (the same services, other objects), and records it applied.
    */
   runningRender?(a: ProxyState, b: ProxyState): () => void;
-  /** Whether a running proxy's full sync carries unchanged services' rules over (iptables). */
-  carriesOver: boolean;
+  /** Whether a running proxy's full sync is measured too (iptables). */
+  running: boolean;
   floorCommand: [string, string[]];
   backend(runner: CommandRunner): IptablesBackend | NftablesBackend;
   /** `large`: more than 1,000 endpoints, where rules carry no per-endpoint comments (as upstream). */
@@ -281,29 +288,40 @@ interface Driver {
   sequential?(ns: string, state: ProxyState): Promise<void>;
 }
 
+/**
+ * A full render the way the backend's full sync makes it: streamed, the kernel state (here: every jump
+ * missing, a fresh namespace) given when asked for. Each step's chunks are dropped before the next step,
+ * where the sync has written them to the restore's pipe (the floor writes the same bytes to its pipe).
+ */
+function streamedRender(renderer: IptablesRenderer, state: ProxyState): RenderOutput {
+  const steps = renderer.steps({ state, changes: emptyChangeSet(), full: true }, true);
+  let step = steps.next();
+  while (!step.done)
+    step = steps.next(step.value === NEED_KERNEL_STATE ? { missingJumps: JUMP_RULES } : undefined);
+  return step.value;
+}
+
 function iptDriver(mode: 'legacy' | 'nft'): Driver {
   return {
-    render: (state) =>
-      new IptablesRenderer().render({
-        state,
-        changes: emptyChangeSet(),
-        full: true,
-        missingJumps: JUMP_RULES,
-      }).chunks,
+    render: (state) => void streamedRender(new IptablesRenderer(), state),
+    text: (state) =>
+      Buffer.from(
+        new IptablesRenderer().render({
+          state,
+          changes: emptyChangeSet(),
+          full: true,
+          missingJumps: JUMP_RULES,
+        }).text,
+      ),
     runningRender: (a, b) => {
       const renderer = new IptablesRenderer();
       let k = 0;
-      const once = () => {
-        const state = k++ % 2 === 0 ? a : b;
-        renderer.applied(
-          renderer.render({ state, changes: emptyChangeSet(), full: true, missingJumps: JUMP_RULES }),
-        );
-      };
-      once(); // the first render of a process, and the one whose memory the next renders take over
+      const once = () => renderer.applied(streamedRender(renderer, k++ % 2 === 0 ? a : b));
+      once(); // the first render of a process: the blocks the next renders write into again
       once();
       return once;
     },
-    carriesOver: true,
+    running: true,
     floorCommand: [`iptables-${mode}-restore`, ['--wait=5', '--noflush']],
     backend: (runner) => new IptablesBackend({ backend: mode, runner, logger: quiet }),
     // Large-cluster rules (no per-endpoint comments): rewrite the service chain, add the new endpoint
@@ -360,10 +378,13 @@ function iptDriver(mode: 'legacy' | 'nft'): Driver {
   };
 }
 
+const nftRender = (state: ProxyState) =>
+  new NftRenderer().render({ state, changes: emptyChangeSet(), full: true, fresh: true });
+
 const nftDriver: Driver = {
-  render: (state) =>
-    new NftRenderer().render({ state, changes: emptyChangeSet(), full: true, fresh: true }).chunks,
-  carriesOver: false,
+  render: (state) => void nftRender(state),
+  text: (state) => Buffer.from(nftRender(state).chunks.join('')),
+  running: false,
   floorCommand: ['nft', ['-f', '-']],
   backend: (runner) => new NftablesBackend({ runner, logger: quiet }),
   handMade: (before, after) => {
@@ -427,12 +448,12 @@ async function benchBackend(
 
   // (a) render ÷ the kernel applying the same text; (b) nodelet's full sync into a fresh namespace,
   // by a new proxy (its first full sync) and by a running one (its next full sync, as after someone
-  // flushed the tables: unchanged services' rules carried over as bytes). Each repeat uses fresh
+  // flushed the tables). Each repeat uses fresh
   // namespaces and rotates which side goes first, so drift in the machine's load falls on every side.
   const repeats = Number(args.repeat ?? (n <= 1000 ? 3 : 1));
   driver.render(state); // warm-up (JIT)
   const runner = new NamespaceRunner();
-  const running = driver.carriesOver ? driver.backend(runner) : undefined;
+  const running = driver.running ? driver.backend(runner) : undefined;
   if (running) {
     // Warm-up: the running proxy's first full sync, into a namespace of its own.
     const warmNs = await NetnsTopology.create({ backends: 0 });
@@ -466,9 +487,9 @@ async function benchBackend(
       // The render is timed on the idle machine too, as the applies are: a new renderer's, as in a
       // proxy's first full sync.
       const t0 = performance.now();
-      const rendered = driver.render(state);
+      driver.render(state);
       renders.push(performance.now() - t0);
-      text = Buffer.concat(rendered.map((c) => (typeof c === 'string' ? Buffer.from(c) : c)));
+      text = driver.text(state);
       const floorNode = await freshNs();
       floorNs = namespaces[0];
       const nodeletNode = await freshNs();

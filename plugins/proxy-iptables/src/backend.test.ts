@@ -19,7 +19,8 @@ const ok = (stdout = ''): ExecResult => ({ code: 0, stdout, stderr: '' });
 /**
  * Plays the full sync's one child (`sh -c '{ iptables-save; … } & exec iptables-restore …'`): its stdout
  * gives what `save` answers and the save's status line; records the command line, what the restore
- * received, and kills.
+ * received, and kills. Like a pipe, it reads a chunk a moment after it was written and only then
+ * acknowledges it: a sync that wrote into a chunk's memory before that would be caught.
  */
 class StreamingRunner implements CommandRunner {
   readonly restores: { command: string; chunks: Buffer[]; ended: boolean; killed: boolean }[] = [];
@@ -42,8 +43,10 @@ class StreamingRunner implements CommandRunner {
     const result = new Promise<ExecResult>((resolve) => (done = resolve));
     const stdin = new Writable({
       write(chunk: Buffer, _enc, cb) {
-        r.chunks.push(chunk);
-        cb();
+        setImmediate(() => {
+          r.chunks.push(Buffer.from(chunk));
+          cb();
+        });
       },
       final(cb) {
         r.ended = true;

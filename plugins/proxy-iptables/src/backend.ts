@@ -1,3 +1,4 @@
+import type { Writable } from 'node:stream';
 import {
   type ChangeSet,
   type CommandRunner,
@@ -134,9 +135,10 @@ export class IptablesBackend implements ProxyBackend {
   /**
    * A full sync: iptables-restore starts, with iptables-save beside it in the same child (what exists:
    * stale chains, missing jumps), and the rules go into the restore's stdin while they are rendered, so
-   * the kernel tool parses the first rules while the last are produced. The save is needed only for the
-   * last lines of the nat table; if it fails, the restore is killed before it saw a COMMIT, and nothing
-   * changes.
+   * the kernel tool parses the first rules while the last are produced. Each chunk is in the pipe before
+   * the next is rendered into the same memory (the render's memory stays a few blocks at any size). The
+   * save is needed only for the last lines of the nat table; if it fails, the restore is killed before
+   * it saw a COMMIT, and nothing changes.
    */
   private async fullSync(ipt: Iptables, state: ProxyState, changes: ChangeSet): Promise<RenderOutput> {
     const started = ipt.startRestoreWithSave();
@@ -146,18 +148,18 @@ export class IptablesBackend implements ProxyBackend {
       return out;
     }
     const { restore, saved } = started;
-    const steps = this.renderer.steps({ state, changes, full: true });
+    const steps = this.renderer.steps({ state, changes, full: true }, true);
+    let kernel: KernelState = {};
     let out: RenderOutput;
     try {
       let r = steps.next();
       while (!r.done) {
         if (r.value === NEED_KERNEL_STATE) {
-          r = steps.next(kernelState(await saved));
+          kernel = kernelState(await saved);
+          r = steps.next(kernel);
           continue;
         }
-        for (const chunk of r.value) restore.stdin.write(chunk);
-        // Let the event loop hand what was written to the pipe before rendering on.
-        await new Promise((resolve) => setImmediate(resolve));
+        for (const chunk of r.value) await written(restore.stdin, chunk);
         r = steps.next();
       }
       out = r.value;
@@ -172,7 +174,11 @@ export class IptablesBackend implements ProxyBackend {
     }
     restore.stdin.end();
     const result = await restore.result;
-    if (result.code !== 0) throw explain(new CommandError(ipt.restoreCommand, result), out.text);
+    if (result.code !== 0) {
+      // The streamed input is gone: the same render again (same state, same kernel) shows the failing line.
+      const text = this.renderer.render({ state, changes, full: true, ...kernel }).text;
+      throw explain(new CommandError(ipt.restoreCommand, result), text);
+    }
     return out;
   }
 
@@ -195,6 +201,15 @@ export class IptablesBackend implements ProxyBackend {
     }
     this.renderer.reset();
   }
+}
+
+/**
+ * Resolves once `chunk` has been handed to the stream's destination (for a pipe: the kernel has it), so
+ * its memory may be written again. A write error (the command exited) resolves too: the command's
+ * result tells what happened.
+ */
+function written(stdin: Writable, chunk: Buffer): Promise<void> {
+  return new Promise((resolve) => stdin.write(chunk, () => resolve()));
 }
 
 /** iptables-restore input that removes our jumps and chains from what `saved` shows; '' if none. */

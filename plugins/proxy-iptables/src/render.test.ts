@@ -1,6 +1,6 @@
 import test from 'ava';
 import { createLogger } from '@nodelet/kernel';
-import { ChangeTracker } from '@nodelet/proxy';
+import { ChangeTracker, emptyChangeSet } from '@nodelet/proxy';
 import {
   conformanceServices,
   conformanceSlices,
@@ -9,7 +9,8 @@ import {
 } from '@nodelet/proxy/testing';
 import { cleanupRestore, renderIptables } from './backend.js';
 import { parseSave } from './iptables.js';
-import { IptablesRenderer } from './render.js';
+import { JUMP_RULES } from './chains.js';
+import { IptablesRenderer, NEED_KERNEL_STATE } from './render.js';
 
 /** The conformance fixtures on the node the golden files are rendered for. */
 const loaded = () => conformanceTracker(GOLDEN_NODE);
@@ -55,7 +56,7 @@ test('partial render: one endpoint change rewrites only the chains whose rules c
   t.is(r.render({ ...tracker.commit(), full: false }).text, '', 'no change: nothing to restore');
 });
 
-test('a full render carries over the rules of unchanged service ports as bytes, renders the changed ones, and writes the same text as a fresh renderer', (t) => {
+test('a running renderer’s full render writes the same text as a fresh renderer’s, and deletes the chains it wrote that are unused now', (t) => {
   const tracker = loaded();
   const r = new IptablesRenderer();
   const ports = tracker.commit().state.servicePorts.size;
@@ -77,20 +78,16 @@ test('a full render carries over the rules of unchanged service ports as bytes, 
   r.applied(r.render({ ...tracker.commit(), full: false }));
 
   const again = fullRender();
-  t.is(again.portsRendered, 0, 'nothing changed since the partial sync: every port carried over');
+  t.is(again.portsRendered, ports, 'a full render writes every service port');
   t.is(again.text, freshRender([]).text);
   r.applied(again);
-  t.true(r.pooledBytes > 0, 'blocks no applied rule points into are kept for the next full render');
 
-  const pooled = r.pooledBytes;
   setEndpoint('10.244.3.12');
   const changed = fullRender();
-  t.is(changed.portsRendered, 1, 'only the changed port is rendered');
-  t.true(r.pooledBytes < pooled, 'into kept blocks');
   t.is(changed.text, freshRender(['KUBE-SEP-D4EJHRUN6KN2QLDJ']).text, '10.244.3.11’s chain is deleted');
   r.applied(changed);
 
-  // Partial renders compare against carried-over and newly rendered rules alike.
+  // A partial render after a full one compares against the rules that full render applied.
   setEndpoint('10.244.3.13');
   const partial = r.render({ ...tracker.commit(), full: false });
   t.deepEqual(
@@ -111,6 +108,55 @@ test('a full render carries over the rules of unchanged service ports as bytes, 
   t.is(moved.portsRendered, ports);
   t.true(moved.text.includes('! -s 10.245.0.0/16 -j KUBE-MARK-MASQ'));
   t.false(moved.text.includes('10.244.0.0/16'));
+});
+
+test('a streamed full render hands on the same bytes as a whole render, written into the same few blocks at any size', (t) => {
+  const tracker = new ChangeTracker(GOLDEN_NODE, createLogger({ sink: () => undefined }));
+  const services = 300;
+  for (let i = 0; i < services; i++) {
+    tracker.upsertService({
+      kind: 'Service',
+      metadata: { name: `svc-${i}`, namespace: 'ns' },
+      spec: { clusterIP: `10.96.${i >> 8}.${i & 255}`, ports: [{ name: 'http', port: 80 }] },
+    });
+    tracker.upsertEndpointSlice({
+      kind: 'EndpointSlice',
+      metadata: { name: `svc-${i}-1`, namespace: 'ns', labels: { 'kubernetes.io/service-name': `svc-${i}` } },
+      addressType: 'IPv4',
+      endpoints: Array.from({ length: 10 }, (_, j) => ({
+        addresses: [`10.1.${i >> 4}.${((i & 15) << 4) + j}`],
+      })),
+      ports: [{ name: 'http', port: 8080 }],
+    });
+  }
+  const { state } = tracker.commit();
+  const kernel = { existingChains: new Set(['KUBE-SEP-STALESTALESTALE']), missingJumps: JUMP_RULES };
+  const whole = new IptablesRenderer().render({ state, changes: emptyChangeSet(), full: true, ...kernel });
+
+  const r = new IptablesRenderer();
+  const streamOnce = () => {
+    const copies: Buffer[] = [];
+    const steps = r.steps({ state, changes: emptyChangeSet(), full: true }, true);
+    let step = steps.next();
+    while (!step.done) {
+      // Each step's chunks are copied before the next step writes into their memory again.
+      if (step.value === NEED_KERNEL_STATE) step = steps.next(kernel);
+      else {
+        for (const c of step.value) copies.push(Buffer.from(c));
+        step = steps.next();
+      }
+    }
+    t.deepEqual(step.value.chunks, [], 'a streamed output keeps no chunks');
+    t.throws(() => step.value.text, { message: /streamed render keeps no text/ });
+    t.is(step.value.bytes, whole.bytes);
+    return Buffer.concat(copies).toString('utf8');
+  };
+  t.true(whole.bytes > 2_000_000 / 3, `${whole.bytes} bytes: more than the blocks of a streamed render`);
+  t.is(streamOnce(), whole.text);
+  const blocks = r.streamedBlockBytes;
+  t.true(blocks <= 3 * 256 * 1024, `${blocks} bytes of blocks for ${whole.bytes} bytes of rules`);
+  t.is(streamOnce(), whole.text, 'again, into the kept blocks');
+  t.is(r.streamedBlockBytes, blocks, 'no new blocks');
 });
 
 test('partial renders keep the top-level chains a full render would write, through any mix of changes', (t) => {

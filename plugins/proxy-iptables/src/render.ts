@@ -30,7 +30,7 @@ import {
   serviceChain,
   serviceLocalChain,
 } from './chains.js';
-import { BlockPool, ChunkWriter, sameSpan, type Span, TextArena } from './text-arena.js';
+import { BlockRecycler, ChunkWriter, sameSpan, type Span, TextArena } from './text-arena.js';
 
 /** Above this many endpoints, per-endpoint comments are left out (upstream's "large cluster mode"). */
 export const LARGE_CLUSTER_ENDPOINTS = 1000;
@@ -50,11 +50,6 @@ export interface ServiceBlock {
   readonly usesFirewall: boolean;
   /** nat chains this service port owns (EXT, FW, SVC, SVL, SEP), in the order they are written. */
   readonly chains: string[];
-  /** The rules of all those chains once rendered (`writeBody`), one range of an arena… */
-  body: Span | undefined;
-  /** …and where each chain's rules are in it: with n chains, chain i is bytes [layout[i], layout[i + 1])
-   * of the body, holding layout[n + 1 + i] rules. (One small array, not one object per chain.) */
-  layout: Uint32Array | undefined;
   /** Position of each chain in `chains`, built when a large block is first searched. */
   chainIndex?: Map<string, number>;
   readonly natServices: readonly string[];
@@ -64,6 +59,20 @@ export interface ServiceBlock {
   readonly filterNodePorts: readonly string[];
   readonly filterFirewall: readonly string[];
 }
+
+/**
+ * A block's rules as `writeBody` rendered them: one range of an arena, and where each chain's rules are
+ * in it: with n chains, chain i is bytes [layout[i], layout[i + 1]) of the range, holding layout[n + 1 + i]
+ * rules. (One small array, not one object per chain.) Rules are not kept from one render to the next:
+ * a renderer keeps what it needs to render them again (the port's state), not their text.
+ */
+interface Body {
+  readonly span: Span;
+  readonly layout: Uint32Array;
+}
+
+/** The rules of the top-level chains (KUBE-SERVICES, KUBE-NODEPORTS, …), keyed `table chain`. */
+export type TopLevel = ReadonlyMap<string, readonly string[]>;
 
 /** What the kernel has, from iptables-save: needed by full renders only. */
 export interface KernelState {
@@ -80,18 +89,21 @@ export interface RenderInput extends KernelState {
 }
 
 export interface RenderOutput {
-  /** iptables-restore input, as byte chunks in order; empty when nothing needs writing. */
+  /**
+   * iptables-restore input, as byte chunks in order; empty when nothing needs writing, and for a
+   * streamed render (its chunks were handed on as they were made and their memory written again).
+   */
   chunks: Buffer[];
-  /** Total bytes of `chunks`. */
+  /** Total bytes of the input. */
   bytes: number;
-  /** The input as one string (for tests, golden files and error messages). */
+  /** The input as one string (for tests, golden files and error messages); not for a streamed render. */
   readonly text: string;
   full: boolean;
   /** Top-level chain contents of this render, keyed `table chain`. */
-  topLevel: Map<string, string>;
+  topLevel: TopLevel;
   /** Every service port's chains and rules after this render, by service port name. */
   blocks: ReadonlyMap<string, ServiceBlock>;
-  /** Service ports whose rules this render made anew (the others' were carried over as bytes). */
+  /** Service ports whose rules this render wrote (a full render: all of them). */
   portsRendered: number;
   /** Chain lines (created or flushed) and rule lines written. */
   chainsWritten: number;
@@ -117,21 +129,19 @@ const probability = (n: number) => (probabilities[n] ??= (1 / n).toFixed(10));
  * successful restore call `applied(output)`; after a failed one `reset()`, which makes the next render full.
  *
  * A full render can be consumed as `steps()`: its output comes in chunks while the per-service rules are
- * still being rendered, so a restore reading them parses the beginning while the rest is produced.
+ * still being rendered, so a restore reading them parses the beginning while the rest is produced. A
+ * streamed render writes those chunks into the same few blocks over and over (each chunk is to be
+ * consumed before the next step): its memory does not grow with the number of services.
  */
 export class IptablesRenderer {
   private blocks = new Map<string, ServiceBlock>();
-  private appliedTop: Map<string, string> | undefined;
+  private appliedTop: TopLevel | undefined;
   /** Each service port's chains and their rules in the kernel, as last applied. */
   private appliedBlocks: ReadonlyMap<string, ServiceBlock> = new Map();
   /** What every rendered block's rules were written for: the node, and large-cluster mode or not. */
   private context: { node: NodeContext; large: boolean } | undefined;
-  /** Blocks that applied service blocks may point into. */
-  private appliedArenaBlocks = new Set<Buffer>();
-  /** Each output's blocks, until it is applied. */
-  private readonly outputBlocks = new WeakMap<RenderOutput, Buffer[]>();
-  /** Blocks no applied rules point into any more, for the next full render to write into. */
-  private readonly pool = new BlockPool();
+  /** The blocks streamed renders write into, kept from one to the next. */
+  private readonly recycler = new BlockRecycler();
 
   /** Whether a partial render is possible (a full one was applied and nothing failed since). */
   get canPartial(): boolean {
@@ -147,12 +157,15 @@ export class IptablesRenderer {
   }
 
   /**
-   * The render, step by step: yields chunks of output as they are ready (every output chunk is also in
-   * the returned output), and, in a full render, `NEED_KERNEL_STATE` once before anything that depends
-   * on the kernel's rules — answer it with `next(kernelState)`. Abandoning the steps midway leaves the
-   * renderer needing `reset()`.
+   * The render, step by step: yields chunks of output as they are ready, and, in a full render,
+   * `NEED_KERNEL_STATE` once before anything that depends on the kernel's rules — answer it with
+   * `next(kernelState)`. Abandoning the steps midway leaves the renderer needing `reset()`.
+   *
+   * `streamed`: the chunks of a step are written again after the next `next()` call, so they must be
+   * consumed (written to the restore, copied) before it; the output keeps no chunks and has no text.
+   * Otherwise every chunk is also in the returned output.
    */
-  *steps(input: RenderInput): Generator<RenderStep, RenderOutput, KernelState | undefined> {
+  *steps(input: RenderInput, streamed = false): Generator<RenderStep, RenderOutput, KernelState | undefined> {
     const { state, changes } = input;
     let full = input.full || !this.appliedTop;
     let totalEndpoints = 0;
@@ -164,10 +177,10 @@ export class IptablesRenderer {
       this.context = { node: state.node, large };
       full = true;
     }
-    const pool = full ? this.pool : undefined;
-    const arena = new TextArena(pool);
     /** Blocks this render writes out, in rule order: a full render's are all of them. */
     const rerendered: ServiceBlock[] = [];
+    /** A partial render's new rules, one per block of `rerendered`. */
+    const bodies: Body[] = [];
     let portsRendered = 0;
     let sorted: ServicePortState[] | undefined;
     if (full) {
@@ -178,9 +191,10 @@ export class IptablesRenderer {
     } else {
       this.blocks = new Map(this.blocks); // the applied render keeps the blocks it applied
       for (const name of changes.removed) this.blocks.delete(name);
+      const arena = new TextArena();
       for (const p of sortedUpdatedPorts(state, changes)) {
         const b = planBlock(p);
-        writeBody(b, state.node, large, arena);
+        bodies.push(writeBody(b, state.node, large, arena));
         portsRendered++;
         this.blocks.set(p.name, b);
         rerendered.push(b);
@@ -190,32 +204,37 @@ export class IptablesRenderer {
     // The top-level chains hold a line or two of every service port. A partial render whose changed
     // ports have the same lines there as before (an endpoint change, as long as the port keeps some
     // endpoints) has the applied top-level chains: it need not go through every service port.
-    let top: Map<string, string[]> | undefined;
-    let topLevel: Map<string, string>;
+    let topLevel: TopLevel;
     let ordered: ServiceBlock[] = [];
     if (full || !sameTopLevelLines(changes, this.appliedBlocks, this.blocks)) {
       sorted ??= sortedServicePorts(state);
       ordered = sorted.map((p) => this.blocks.get(p.name)!);
-      top = topLevelLines(ordered, state.node);
-      topLevel = new Map();
-      for (const [k, lines] of top) topLevel.set(k, lines.join('\n'));
+      topLevel = topLevelLines(ordered, state.node);
     } else {
       topLevel = this.appliedTop!;
     }
-    const changedTop = (key: string) => full || this.appliedTop!.get(key) !== topLevel.get(key);
+    const changedTop = (key: string) =>
+      full || !sameLines(this.appliedTop!.get(key) ?? NONE, topLevel.get(key) ?? NONE);
 
-    const out = new ChunkWriter(pool);
+    const recycler = full && streamed ? this.recycler : undefined;
+    const out = new ChunkWriter(recycler);
     const all: Buffer[] = [];
+    let bytes = 0;
     const take = () => {
       const chunks = out.take();
-      for (const c of chunks) all.push(c);
+      for (const c of chunks) bytes += c.length;
+      if (!recycler) for (const c of chunks) all.push(c);
       return chunks;
+    };
+    /** After a step: its chunks have been consumed, and a streamed render writes into their blocks again. */
+    const consumed = () => {
+      if (recycler) out.recycle();
     };
     let chainsWritten = 0;
     let rulesWritten = 0;
     const writeTops = (table: string, chains: readonly string[]) => {
       for (const c of chains) {
-        const lines = top!.get(`${table} ${c}`)!;
+        const lines = topLevel.get(`${table} ${c}`)!;
         for (const l of lines) out.line(l);
         rulesWritten += lines.length;
       }
@@ -239,25 +258,37 @@ export class IptablesRenderer {
     // Full: every chain of every block (declared straight from the blocks); partial: the changed ones.
     const serviceChains: string[] = [];
     const serviceSpans: Span[] = [];
-    if (!full) changedChains(rerendered, this.appliedBlocks, serviceChains, serviceSpans);
+    if (!full) {
+      changedChains(rerendered, bodies, this.appliedBlocks, state.node, large, serviceChains, serviceSpans);
+    }
     const natJumps = () => (kernel.missingJumps ?? []).filter((j) => j.table === 'nat');
     if (full || natTops.length + serviceChains.length + stale.size + natJumps().length > 0) {
       out.line('*nat');
       for (const c of natTops) out.declare(c);
-      chainsWritten +=
-        natTops.length + (full ? declareBlockChains(out, rerendered) : declareAll(out, serviceChains));
-      writeTops('nat', natTops);
+      chainsWritten += natTops.length;
       if (full) {
-        yield take();
-        const progress = { next: 0, portsRendered: 0, rulesWritten: 0 };
-        while (progress.next < rerendered.length) {
-          writeBodies(rerendered, progress, state.node, large, arena, out);
-          yield take();
-        }
-        portsRendered += progress.portsRendered;
-        rulesWritten += progress.rulesWritten;
+        // Every block's chains declared, the top-level rules, every block's rules: a chunk at a time.
+        const declare = (b: ServiceBlock) => {
+          for (const c of b.chains) out.declare(c);
+          chainsWritten += b.chains.length;
+        };
+        const line = (l: string) => out.line(l);
+        const body = (b: ServiceBlock) => {
+          const { span } = writeBody(b, state.node, large, out.arena, false);
+          out.span(span);
+          rulesWritten += span.lines;
+        };
+        const natTopLines = natTops.flatMap((c) => topLevel.get(`nat ${c}`)!);
+        yield* paced(rerendered, declare, out, take, consumed);
+        yield* paced(natTopLines, line, out, take, consumed);
+        yield* paced(rerendered, body, out, take, consumed);
+        rulesWritten += natTopLines.length;
+        portsRendered += rerendered.length;
         kernel = (yield NEED_KERNEL_STATE) ?? {};
         stale = this.staleAfterFull(ordered, kernel);
+      } else {
+        chainsWritten += declareAll(out, serviceChains);
+        writeTops('nat', natTops);
       }
       for (const span of serviceSpans) {
         out.span(span);
@@ -291,14 +322,14 @@ export class IptablesRenderer {
     }
     const last = take();
     if (last.length > 0) yield last;
+    if (recycler) out.arena.release();
 
-    let bytes = 0;
-    for (const c of all) bytes += c.length;
     let text: string | undefined;
     const output: RenderOutput = {
       chunks: all,
       bytes,
       get text() {
+        if (recycler) throw new Error('a streamed render keeps no text: render again to see it');
         return (text ??= Buffer.concat(all).toString('utf8'));
       },
       full,
@@ -309,35 +340,18 @@ export class IptablesRenderer {
       rulesWritten,
       deletedChains: [...stale].sort(),
     };
-    this.outputBlocks.set(output, [...arena.blocks, ...out.arena.blocks]);
     return output;
   }
 
-  /**
-   * Records that `output` is now in the kernel: the base for the next partial render, and the rules
-   * the next full render may carry over. The output of an earlier render (its chunks and text) is not
-   * to be read after a later full one is applied: the blocks it points into may be written again.
-   */
+  /** Records that `output` is now in the kernel: the base for the next partial render. */
   applied(output: RenderOutput): void {
     this.appliedTop = output.topLevel;
     this.appliedBlocks = output.blocks;
-    const blocks = this.outputBlocks.get(output) ?? [];
-    this.outputBlocks.delete(output);
-    for (const b of blocks) this.appliedArenaBlocks.add(b);
-    if (!output.full) return;
-    // A full output's service blocks are every rule now applied: blocks none of them points into
-    // (replaced services', the top-level lines', the output's chunks once written) are free.
-    const used = new Set<Buffer>();
-    for (const b of output.blocks.values()) if (b.body) used.add(b.body.block);
-    const free: Buffer[] = [];
-    for (const b of this.appliedArenaBlocks) if (!used.has(b)) free.push(b);
-    this.pool.give(free);
-    this.appliedArenaBlocks = used;
   }
 
-  /** Bytes of blocks kept for the next full render. */
-  get pooledBytes(): number {
-    return this.pool.kept;
+  /** Bytes of the blocks this renderer's streamed renders have written into, all of them together. */
+  get streamedBlockBytes(): number {
+    return this.recycler.allocated;
   }
 
   /** Forgets what was applied: the next render is full. */
@@ -389,8 +403,8 @@ export class IptablesRenderer {
 
 /**
  * A full render's blocks, in rule order (into `out`), by service port name. A service port whose state
- * is the very object an applied block was rendered from (the tracker keeps it while nothing about the
- * port changes) has the same rules byte for byte: that block is reused, its bytes written again.
+ * is the very object an applied block was planned from (the tracker keeps it while nothing about the
+ * port changes) keeps that plan: its chain names and top-level lines.
  */
 function planAll(
   sorted: readonly ServicePortState[],
@@ -400,41 +414,39 @@ function planAll(
   const blocks = new Map<string, ServiceBlock>();
   for (const p of sorted) {
     const a = applied?.get(p.name);
-    const b = a?.port === p && a.body ? a : planBlock(p);
+    const b = a?.port === p ? a : planBlock(p);
     blocks.set(p.name, b);
     out.push(b);
   }
   return blocks;
 }
 
-/** Declares every chain of `blocks`, in order; returns how many. */
-function declareBlockChains(out: ChunkWriter, blocks: readonly ServiceBlock[]): number {
-  let n = 0;
-  for (const b of blocks) {
-    for (const c of b.chains) out.declare(c);
-    n += b.chains.length;
-  }
-  return n;
-}
-
 /**
- * The chains of re-rendered `blocks` whose rules differ from what the kernel has (an endpoint change
- * rewrites the service chain and adds one endpoint chain, not every endpoint chain of the service).
+ * The chains of re-rendered `blocks` (their new rules: `bodies`) whose rules differ from what the kernel
+ * has (an endpoint change rewrites the service chain and adds one endpoint chain, not every endpoint
+ * chain of the service). What the kernel has is rendered again from the applied block's port state,
+ * with the same node and mode (a partial render has both unchanged).
  */
 function changedChains(
   blocks: readonly ServiceBlock[],
+  bodies: readonly Body[],
   applied: ReadonlyMap<string, ServiceBlock>,
+  node: NodeContext,
+  large: boolean,
   chains: string[],
   spans: Span[],
 ): void {
-  for (const b of blocks) {
+  const scratch = new TextArena();
+  for (let k = 0; k < blocks.length; k++) {
+    const b = blocks[k]!;
+    const body = bodies[k]!;
     const before = applied.get(b.port.name);
+    const beforeBody = before && writeBody(before, node, large, scratch);
     for (let i = 0; i < b.chains.length; i++) {
-      const c = b.chains[i]!;
-      const span = chainSpan(b, i);
-      if (sameSpan(appliedBody(before, c), span)) continue;
+      const span = chainSpan(b, body, i);
+      if (before && sameSpan(appliedChain(before, beforeBody!, b.chains[i]!), span)) continue;
       spans.push(span);
-      chains.push(c);
+      chains.push(b.chains[i]!);
     }
   }
 }
@@ -445,25 +457,33 @@ function declareAll(out: ChunkWriter, chains: readonly string[]): number {
 }
 
 /**
- * Writes the rules of `blocks` from `progress.next` on (rendering those not rendered yet) until about
- * a chunk of output is pending or all are written.
+ * Writes `items` with `write` a chunk at a time: yields each chunk of output, and once it has been
+ * consumed writes on. (The loop over the items is a plain function: the JIT optimises it at once.)
  */
-function writeBodies(
-  blocks: readonly ServiceBlock[],
-  progress: { next: number; portsRendered: number; rulesWritten: number },
-  node: NodeContext,
-  large: boolean,
-  arena: TextArena,
+function* paced<T>(
+  items: readonly T[],
+  write: (item: T) => void,
+  out: ChunkWriter,
+  take: () => Buffer[],
+  consumed: () => void,
+): Generator<Buffer[], void, unknown> {
+  const progress = { next: 0 };
+  while (progress.next < items.length) {
+    writeSome(items, progress, write, out);
+    yield take();
+    consumed();
+  }
+}
+
+/** Writes `items` from `progress.next` on until about a chunk of output is pending or all are written. */
+function writeSome<T>(
+  items: readonly T[],
+  progress: { next: number },
+  write: (item: T) => void,
   out: ChunkWriter,
 ): void {
-  while (progress.next < blocks.length) {
-    const b = blocks[progress.next++]!;
-    if (!b.body) {
-      writeBody(b, node, large, arena);
-      progress.portsRendered++;
-    }
-    out.span(b.body!);
-    progress.rulesWritten += b.body!.lines;
+  while (progress.next < items.length) {
+    write(items[progress.next++]!);
     if (out.pending >= CHUNK_BYTES) return;
   }
 }
@@ -491,15 +511,22 @@ function sameTopLevelLines(
       for (const list of TOP_LEVEL_LISTS) {
         const x = a?.[list] ?? NONE;
         const y = b?.[list] ?? NONE;
-        if (x.length !== y.length || x.some((l, i) => l !== y[i])) return false;
+        if (!sameLines(x, y)) return false;
       }
     }
   }
   return true;
 }
 
+/** Whether two chains have the same rules (most lines are the very same strings: planned once per port). */
+function sameLines(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
+}
+
 /** The top-level chains' rules (keyed `table chain`): every service port's lines, then the node's. */
-function topLevelLines(ordered: readonly ServiceBlock[], node: NodeContext): Map<string, string[]> {
+function topLevelLines(ordered: readonly ServiceBlock[], node: NodeContext): TopLevel {
   const mark = `0x${(1 << node.masqueradeBit).toString(16)}`;
   const collect = (list: TopLevelLines) => {
     const out: string[] = [];
@@ -533,26 +560,25 @@ function topLevelLines(ordered: readonly ServiceBlock[], node: NodeContext): Map
   ]);
 }
 
-/** The rules `chain` had in an applied block; undefined when that block did not have the chain. */
-function appliedBody(block: ServiceBlock | undefined, chain: string): Span | undefined {
-  if (!block?.body) return undefined;
+/** The rules `chain` had in an applied block (rendered as `body`); undefined when it had no such chain. */
+function appliedChain(block: ServiceBlock, body: Body, chain: string): Span | undefined {
   let i: number | undefined;
   if (block.chains.length <= 16) i = block.chains.indexOf(chain);
   else {
     block.chainIndex ??= new Map(block.chains.map((c, k) => [c, k]));
     i = block.chainIndex.get(chain);
   }
-  return i === undefined || i < 0 ? undefined : chainSpan(block, i);
+  return i === undefined || i < 0 ? undefined : chainSpan(block, body, i);
 }
 
-/** The rules of chain `i` of a rendered block. */
-function chainSpan(b: ServiceBlock, i: number): Span {
-  const body = b.body!;
+/** The rules of chain `i` of a block, rendered as `body`. */
+function chainSpan(b: ServiceBlock, body: Body, i: number): Span {
+  const { span, layout } = body;
   return {
-    block: body.block,
-    start: body.start + b.layout![i]!,
-    end: body.start + b.layout![i + 1]!,
-    lines: b.layout![b.chains.length + 1 + i]!,
+    block: span.block,
+    start: span.start + layout[i]!,
+    end: span.start + layout[i + 1]!,
+    lines: layout[b.chains.length + 1 + i]!,
   };
 }
 
@@ -620,8 +646,6 @@ function planBlock(p: ServicePortState): ServiceBlock {
     fw,
     usesFirewall,
     chains,
-    body: undefined,
-    layout: undefined,
     natServices: NONE,
     natNodePorts: NONE,
     filterServices: NONE,
@@ -723,16 +747,23 @@ function planBlock(p: ServicePortState): ServiceBlock {
 /**
  * Renders the rules of a block's chains into `arena` as one range, chain after chain in the order of
  * `b.chains`, so consecutive blocks make one contiguous range of output. Each rule goes into the arena
- * as soon as it is made.
+ * as soon as it is made. Without `keepLayout` the body's layout is shared scratch, valid until the next
+ * call (enough for writing the body out; not for comparing it).
  */
-function writeBody(b: ServiceBlock, node: NodeContext, large: boolean, arena: TextArena): void {
+function writeBody(
+  b: ServiceBlock,
+  node: NodeContext,
+  large: boolean,
+  arena: TextArena,
+  keepLayout = true,
+): Body {
   const p = b.port;
   const { sel, svc, svl, ext, fw } = b;
   const name = p.name;
   const pieces = protocolPieces(p.protocol);
   const n = b.chains.length;
   const firstSep = n - p.allReachableEndpoints.length;
-  const layout = new Uint32Array(2 * n + 1);
+  const layout = keepLayout ? new Uint32Array(2 * n + 1) : scratchLayout(2 * n + 1);
   let ruleCount = 0;
   arena.begin();
 
@@ -816,8 +847,14 @@ function writeBody(b: ServiceBlock, node: NodeContext, large: boolean, arena: Te
     ruleCount += 2;
   }
   layout[n] = arena.written;
-  b.body = arena.end(ruleCount);
-  b.layout = layout;
+  return { span: arena.end(ruleCount), layout };
+}
+
+/** A layout written and read within one step (a full render's bodies are written out, not compared). */
+let scratch = new Uint32Array(64);
+function scratchLayout(size: number): Uint32Array {
+  if (scratch.length < size) scratch = new Uint32Array(2 * size);
+  return scratch;
 }
 
 /** The parts of rules that depend on the protocol only, made once per protocol. */

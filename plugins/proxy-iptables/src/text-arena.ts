@@ -11,11 +11,16 @@ export const sameSpan = (a: Span | undefined, b: Span): boolean =>
   a.end - a.start === b.end - b.start &&
   a.block.compare(b.block, b.start, b.end, a.start, a.end) === 0;
 
+/** Blocks of a whole (kept) output: they start small and double, up to this size. */
 const BLOCK_BYTES = 1 << 20;
-/** A partial render writes a few chains: its blocks start small and double (kept while those are applied). */
-const FIRST_PARTIAL_BYTES = 16 * 1024;
-/** Most a pool keeps between full renders (one render's blocks at about 30,000 services). */
-const POOL_MAX_BYTES = 96 << 20;
+const FIRST_BLOCK_BYTES = 16 * 1024;
+/**
+ * A streamed render's blocks: a little more than the chunk it hands on at a time, so that it writes
+ * into two or three blocks over and over instead of its whole output into fresh memory.
+ */
+const STREAM_BLOCK_BYTES = 256 * 1024;
+/** Most blocks a recycler keeps between streamed renders. */
+const RECYCLER_MAX_BLOCKS = 4;
 const EMPTY: Buffer = Buffer.alloc(0);
 const NEWLINE = 10;
 /** Up to this many characters a string is copied by a JavaScript loop (measured: the quicker side). */
@@ -33,22 +38,19 @@ const writeUtf8: (buf: Buffer, s: string, offset: number) => number =
     : (buf, s, offset) => buf.write(s, offset, 'utf8');
 
 /**
- * Rule text written straight into large byte blocks. A render keeps each chain's rules as a range of a
- * block, not as a string: 5,000 services leave a few buffers outside the JavaScript heap instead of
- * 150,000 strings for the garbage collector to copy, and the ranges go to iptables-restore as they are.
- * A rule is written as soon as it is made (a short-lived string, dead before the next garbage
- * collection), so the output is never held as strings. A block is reused only through a `BlockPool`,
- * by the owner of every range in it (the renderer, once nothing it keeps points into the block).
+ * Rule text written straight into byte blocks. A rule is written as soon as it is made (a short-lived
+ * string, dead before the next garbage collection), so the output is never held as strings. A whole
+ * render's blocks are its own, fresh and kept with its output; a streamed render's come from a
+ * `BlockRecycler` and are written again once what they held has been handed on (`recycle()`).
  */
 export class TextArena {
   private buf: Buffer = EMPTY;
   private pos = 0;
   private start = 0;
-  /** Every block this arena wrote into, in order. */
+  /** Every block this arena wrote into since it last recycled, in order. */
   readonly blocks: Buffer[] = [];
 
-  /** Blocks come from `pool` when given (full renders), else fresh and small ones first (partial). */
-  constructor(private readonly pool?: BlockPool) {}
+  constructor(private readonly recycler?: BlockRecycler) {}
 
   /** Starts a range (one service's rules, or one line). */
   begin(): this {
@@ -114,13 +116,34 @@ export class TextArena {
     return { block: this.buf, start: this.start, end: this.pos, lines };
   }
 
+  /**
+   * Everything written so far has been handed on and is no longer read by anyone: the blocks before
+   * the current one go back to the recycler, and the current one is written again from its start.
+   * Only between ranges, and only for an arena with a recycler.
+   */
+  recycle(): void {
+    const current = this.blocks.pop();
+    this.recycler!.give(this.blocks);
+    this.blocks.length = 0;
+    if (current) this.blocks.push(current);
+    this.pos = this.start = 0;
+  }
+
+  /** Hands every block back to the recycler (the arena is not used again). */
+  release(): void {
+    this.recycler!.give(this.blocks);
+    this.blocks.length = 0;
+    this.buf = EMPTY;
+    this.pos = this.start = 0;
+  }
+
   /** A new block, the open range carried over so that it stays contiguous. */
   private grow(need: number): void {
     const open = this.pos - this.start;
     const size = 2 * (open + need);
-    const next = this.pool
-      ? this.pool.take(size)
-      : Buffer.allocUnsafe(Math.max(Math.min(BLOCK_BYTES, FIRST_PARTIAL_BYTES << this.blocks.length), size));
+    const next = this.recycler
+      ? this.recycler.take(size)
+      : Buffer.allocUnsafe(Math.max(Math.min(BLOCK_BYTES, FIRST_BLOCK_BYTES << this.blocks.length), size));
     this.blocks.push(next);
     this.buf.copy(next, 0, this.start, this.pos);
     this.buf = next;
@@ -130,39 +153,31 @@ export class TextArena {
 }
 
 /**
- * Blocks handed back for the next full render. Memory touched for the first time costs a page fault
- * per 4 KiB, and on a virtual machine that is most of what a render spends (a 1,000-service render
- * writes 3 MB: 20 ms of faults beside 20 ms of rendering); upstream's proxier keeps its rule buffers
- * from one sync to the next for the same reason. Only the renderer that owns every range in a block
- * gives it back.
+ * The blocks a renderer's streamed renders write into, kept from one render to the next. Memory touched
+ * for the first time costs a page fault per 4 KiB, and on a virtual machine that is a good part of what
+ * a render spends (measured: 13 µs a fault here; a 1,000-service render writes 3 MB); upstream's
+ * proxier keeps its rule buffers from one sync to the next for the same reason.
  */
-export class BlockPool {
+export class BlockRecycler {
   private readonly free: Buffer[] = [];
-  private bytes = 0;
+  /** Bytes of every block this recycler has allocated. */
+  allocated = 0;
 
   /** A block of at least `min` bytes: a kept one if it is big enough, else a new one. */
   take(min: number): Buffer {
     const last = this.free[this.free.length - 1];
-    if (last && last.length >= min) {
-      this.free.pop();
-      this.bytes -= last.length;
-      return last;
-    }
-    return Buffer.allocUnsafe(Math.max(BLOCK_BYTES, min));
+    if (last && last.length >= min) return this.free.pop()!;
+    const size = Math.max(STREAM_BLOCK_BYTES, min);
+    this.allocated += size;
+    return Buffer.allocUnsafe(size);
   }
 
-  /** Keeps full-sized blocks for reuse, up to a bound; the rest are left to the garbage collector. */
+  /** Keeps blocks for reuse, up to a bound; the rest are left to the garbage collector. */
   give(blocks: readonly Buffer[]): void {
     for (const b of blocks) {
-      if (b.length < BLOCK_BYTES || this.bytes + b.length > POOL_MAX_BYTES) continue;
-      this.free.push(b);
-      this.bytes += b.length;
+      if (this.free.length >= RECYCLER_MAX_BLOCKS) return;
+      if (b.length >= STREAM_BLOCK_BYTES) this.free.push(b);
     }
-  }
-
-  /** Bytes kept for reuse. */
-  get kept(): number {
-    return this.bytes;
   }
 }
 
@@ -181,8 +196,8 @@ export class ChunkWriter {
   /** Bytes collected and not yet taken. */
   pending = 0;
 
-  constructor(pool?: BlockPool) {
-    this.arena = new TextArena(pool);
+  constructor(recycler?: BlockRecycler) {
+    this.arena = new TextArena(recycler);
   }
 
   line(text: string): void {
@@ -221,6 +236,12 @@ export class ChunkWriter {
     this.close();
     this.pending = 0;
     return this.chunks.splice(0);
+  }
+
+  /** Every chunk taken so far has been consumed: the arena writes into its blocks again. */
+  recycle(): void {
+    if (this.pending > 0) throw new Error('recycling output that was not taken');
+    this.arena.recycle();
   }
 
   private close(): void {
