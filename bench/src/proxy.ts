@@ -216,6 +216,8 @@ interface Row {
    */
   repeats: {
     render: number[];
+    /** Minor page faults of this process during each new renderer's render (first-touched memory). */
+    renderFaults: number[];
     runningRender?: number[];
     floorApply: number[];
     nodeletFull: number[];
@@ -462,6 +464,7 @@ async function benchBackend(
     await warmNs.destroy();
   }
   const renders: number[] = [];
+  const renderFaults: number[] = [];
   const runningRenders: number[] = [];
   const floors: number[] = [];
   const fulls: number[] = [];
@@ -486,9 +489,11 @@ async function benchBackend(
       settled.push(await settle());
       // The render is timed on the idle machine too, as the applies are: a new renderer's, as in a
       // proxy's first full sync.
+      const faults = process.resourceUsage().minorPageFault;
       const t0 = performance.now();
       driver.render(state);
       renders.push(performance.now() - t0);
+      renderFaults.push(process.resourceUsage().minorPageFault - faults);
       text = driver.text(state);
       const floorNode = await freshNs();
       floorNs = namespaces[0];
@@ -621,6 +626,7 @@ async function benchBackend(
         : {}),
       repeats: {
         render: renders.map(r2),
+        renderFaults,
         ...(runningRenders.length > 0 ? { runningRender: runningRenders.map(r2) } : {}),
         floorApply: floors.map(r2),
         nodeletFull: fulls.map(r2),
