@@ -84,7 +84,17 @@ for (const mode of ['legacy', 'nft'] as IptablesMode[]) {
       );
       t.is(ours(await save()), ours(afterPartial), 'the failed restore changed nothing');
       await backend.sync(c2.state, c2.changes, true);
-      t.notRegex(await save(), /10\.96\.0\.11/);
+      const afterFull = await save();
+      t.notRegex(afterFull, /10\.96\.0\.11/);
+
+      // A refused full sync (streamed, its input not kept: rendered again to quote the line) too.
+      runner.failNext = true;
+      const fullErr = await t.throwsAsync(() => backend.sync(c2.state, tr.commit().changes, true));
+      t.regex(
+        fullErr!.message,
+        /iptables-.*-restore --wait=5 --noflush exited with code \d+: .*NO-SUCH-CHAIN.*; line \d+ of the input is: /s,
+      );
+      t.is(ours(await save()), ours(afterFull), 'the refused full sync changed nothing');
 
       await backend.cleanup();
       t.is(ours(await save()), '', 'cleanup leaves no KUBE- chain or jump');
