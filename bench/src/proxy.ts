@@ -74,7 +74,6 @@ import {
   IptablesRenderer,
   isServiceChain,
   JUMP_RULES,
-  NEED_KERNEL_STATE,
   type RenderOutput,
   serviceChain as iptServiceChain,
 } from '@nodelet/proxy-iptables';
@@ -292,16 +291,14 @@ interface Driver {
 
 /**
  * A full render the way the backend's full sync makes it: streamed, the kernel state (here: every jump
- * missing, a fresh namespace) given when asked for. Each step's chunks are dropped before the next step,
- * where the sync has written them to the restore's pipe (the floor writes the same bytes to its pipe).
+ * missing, a fresh namespace) given when asked for. Each chunk is dropped before the render goes on,
+ * where the sync writes it to the restore's pipe (the floor writes the same bytes to its pipe).
  */
-function streamedRender(renderer: IptablesRenderer, state: ProxyState): RenderOutput {
-  const steps = renderer.steps({ state, changes: emptyChangeSet(), full: true }, true);
-  let step = steps.next();
-  while (!step.done)
-    step = steps.next(step.value === NEED_KERNEL_STATE ? { missingJumps: JUMP_RULES } : undefined);
-  return step.value;
-}
+const streamedRender = (renderer: IptablesRenderer, state: ProxyState): RenderOutput =>
+  renderer.renderStreamed(
+    { state, changes: emptyChangeSet(), full: true, missingJumps: JUMP_RULES },
+    () => undefined,
+  );
 
 function iptDriver(mode: 'legacy' | 'nft'): Driver {
   return {

@@ -150,10 +150,16 @@ export class IptablesRenderer {
 
   /** The whole render at once; a full render takes the kernel state from `input`. */
   render(input: RenderInput): RenderOutput {
-    const steps = this.steps(input);
-    let r = steps.next();
-    while (!r.done) r = steps.next(r.value === NEED_KERNEL_STATE ? input : undefined);
-    return r.value;
+    return drain(this.steps(input), input, () => undefined);
+  }
+
+  /**
+   * A streamed render at once, the kernel state taken from `input`: each chunk goes to `consume`, which
+   * must be done with it when it returns (its memory is written again). For a sync's render without a
+   * kernel tool reading it: benches, tests.
+   */
+  renderStreamed(input: RenderInput, consume: (chunk: Buffer) => void): RenderOutput {
+    return drain(this.steps(input, true), input, consume);
   }
 
   /**
@@ -394,6 +400,23 @@ export class IptablesRenderer {
     }
     return stale;
   }
+}
+
+/** Runs `steps` to the end: chunks to `consume`, the kernel state from `kernel` when asked for. */
+function drain(
+  steps: Generator<RenderStep, RenderOutput, KernelState | undefined>,
+  kernel: KernelState,
+  consume: (chunk: Buffer) => void,
+): RenderOutput {
+  let r = steps.next();
+  while (!r.done) {
+    if (r.value === NEED_KERNEL_STATE) r = steps.next(kernel);
+    else {
+      for (const c of r.value) consume(c);
+      r = steps.next();
+    }
+  }
+  return r.value;
 }
 
 // The loops of a render over every service port live in functions of their own, not in `steps`: the
