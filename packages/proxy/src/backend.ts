@@ -16,7 +16,12 @@ export interface ProxyBackend {
   sync(state: ProxyState, changes: ChangeSet, full: boolean): Promise<SyncResult>;
   /** Removes every rule, chain, table, set and listener this backend ever made. Safe to call when none exist. */
   cleanup(): Promise<void>;
-  /** Stops what the backend runs in-process (listeners); kernel rules stay in force. */
+  /**
+   * Called when the proxy starts, before its first sync (and after a `stop`, to start again): start what
+   * the syncs will use, such as a standby shell for the kernel tool. Failures surface in the sync.
+   */
+  prepare?(): Promise<void>;
+  /** Stops what the backend runs in-process (listeners, standby shells); kernel rules stay in force. */
   stop?(): Promise<void>;
 }
 

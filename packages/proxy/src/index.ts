@@ -12,6 +12,7 @@ export * from './source.js';
 export * from './file-source.js';
 export * from './proxier.js';
 export * from './exec.js';
+export * from './standby.js';
 export * from './plugin.js';
 export * from './hash.js';
 export * from './ip.js';

@@ -9,8 +9,19 @@ class FakeBackend implements ProxyBackend {
   readonly name = 'fake';
   readonly calls: { full: boolean; updated: string[]; removed: string[]; ports: number; at: number }[] = [];
   failNext = 0;
+  /** What the proxy asked of the backend's life cycle, in order. */
+  readonly lifecycle: string[] = [];
+  prepareFails = false;
   constructor(private readonly clock: VirtualClock) {}
+  async prepare() {
+    this.lifecycle.push('prepare');
+    if (this.prepareFails) throw new Error('iptables-nft-save: not found');
+  }
+  async stop() {
+    this.lifecycle.push('stop');
+  }
   async sync(state: ProxyState, changes: ChangeSet, full: boolean) {
+    this.lifecycle.push('sync');
     this.calls.push({
       full,
       updated: [...changes.updated].sort(),
@@ -65,6 +76,20 @@ test('no rules before the source has listed everything; then a full sync; later 
   t.deepEqual(backend.calls[1]!.updated, ['conformance/web:http']);
   t.is(backend.calls[1]!.at, 6000, 'not before minSyncPeriod after the first sync (at 5 s)');
   await proxier.stop();
+});
+
+test('the backend is prepared when the proxy starts, before its first sync, and stopped with it', async (t) => {
+  const { clock, backend, proxier, sink } = setup();
+  backend.prepareFails = true;
+  await proxier.start();
+  t.deepEqual(backend.lifecycle, ['prepare']);
+  t.is(sink.find(/preparing the proxy backend failed; its syncs will retry.*not found/).length, 1);
+  feed(proxier);
+  proxier.handler.synced();
+  await clock.advance(0);
+  t.is(backend.calls.length, 1, 'a failed prepare does not stop the syncs');
+  await proxier.stop();
+  t.deepEqual(backend.lifecycle, ['prepare', 'sync', 'stop']);
 });
 
 test('syncPeriod: a periodic partial sync with no changes every 30 s', async (t) => {

@@ -122,6 +122,12 @@ export class Proxier {
       const info = await this.healthz.listen(host, port);
       this.healthzInfo = { address: info.address, port: info.port };
     }
+    // Before the source lists (which takes a while): the backend starts what its first sync will use.
+    await this.deps.backend.prepare?.().catch((err: Error) =>
+      this.deps.logger.warn('preparing the proxy backend failed; its syncs will retry', {
+        err: err.message,
+      }),
+    );
     if (this.initialized) this.runner.start();
     await this.deps.source?.start(this.handler);
   }

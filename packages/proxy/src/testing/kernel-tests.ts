@@ -4,6 +4,7 @@ import { createLogger } from '@nodelet/kernel';
 import { ChangeTracker } from '../change-tracker.js';
 import type { CommandRunner, ExecOptions, ExecResult, RunningCommand } from '../exec.js';
 import { defaultNodeContext, type NodeContext } from '../state.js';
+import { isStandbyShell } from '../standby.js';
 import { CONFORMANCE_NODE, conformanceServices, conformanceSlices } from './fixtures.js';
 import { commandExists, netnsSupport } from './netns.js';
 
@@ -98,12 +99,22 @@ export class FaultyRunner implements CommandRunner {
   ): RunningCommand {
     if (!this.options.isTransaction(command, args)) return this.inner.start!(command, args, options);
     // The command starts at once (its output may be needed before its input is complete); its input
-    // is held and written, possibly corrupted, once complete.
+    // is held and written, possibly corrupted, once complete. A standby shell's first line (which
+    // script to run) goes through at once.
     const running = this.inner.start!(command, args, options);
     const chunks: Buffer[] = [];
     let killed = false;
+    let scriptNamed = !isStandbyShell(command, args);
     const stdin = new Writable({
       write(chunk: Buffer, _encoding, done) {
+        if (!scriptNamed) {
+          const eol = chunk.indexOf(10);
+          if (eol >= 0) {
+            scriptNamed = true;
+            running.stdin.write(chunk.subarray(0, eol + 1));
+            chunk = chunk.subarray(eol + 1);
+          }
+        }
         chunks.push(Buffer.from(chunk));
         done();
       },
