@@ -8,7 +8,7 @@ import {
   RecordingRunner,
   type RunningCommand,
 } from '@nodelet/proxy';
-import { conformanceTracker } from '@nodelet/proxy/testing';
+import { conformanceSlices, conformanceTracker } from '@nodelet/proxy/testing';
 import { IptablesBackend, renderIptables } from './backend.js';
 import { JUMP_RULES } from './chains.js';
 import { IptablesRenderer } from './render.js';
@@ -17,13 +17,20 @@ const quiet = createLogger({ sink: () => undefined });
 const ok = (stdout = ''): ExecResult => ({ code: 0, stdout, stderr: '' });
 
 /**
- * Plays the full sync's one child (`sh -c '{ iptables-save; … } & exec iptables-restore …'`): its stdout
- * gives what `save` answers and the save's status line; records the command line, what the restore
- * received, and kills. Like a pipe, it reads a chunk a moment after it was written and only then
- * acknowledges it: a sync that wrote into a chunk's memory before that would be caught.
+ * Plays the sync's one child, the standby shell (`sh -c 'read -r script; case …'`): the first line on
+ * its stdin names the script; for `full` its stdout gives what `save` answers and the save's status
+ * line. Records the command line, the script asked for, what the restore received, and kills. Like a
+ * pipe, it reads a chunk a moment after it was written and only then acknowledges it: a sync that
+ * wrote into a chunk's memory before that would be caught.
  */
 class StreamingRunner implements CommandRunner {
-  readonly restores: { command: string; chunks: Buffer[]; ended: boolean; killed: boolean }[] = [];
+  readonly restores: {
+    command: string;
+    script?: string;
+    chunks: Buffer[];
+    ended: boolean;
+    killed: boolean;
+  }[] = [];
   constructor(private readonly save: () => Promise<ExecResult>) {}
 
   run(command: string): Promise<ExecResult> {
@@ -31,18 +38,35 @@ class StreamingRunner implements CommandRunner {
   }
 
   start(command: string, args: readonly string[]): RunningCommand {
-    const r = { command: [command, ...args].join(' '), chunks: [] as Buffer[], ended: false, killed: false };
+    const r = {
+      command: [command, ...args].join(' '),
+      script: undefined as string | undefined,
+      chunks: [] as Buffer[],
+      ended: false,
+      killed: false,
+    };
     this.restores.push(r);
     const stdout = new PassThrough();
     let saveStderr = '';
-    void this.save().then((s) => {
-      saveStderr = s.stderr;
-      stdout.write(`${s.stdout}\n# nodelet: iptables-save exit ${s.code}\n`);
-    });
+    const runScript = (script: string) => {
+      r.script = script;
+      if (script !== 'full') return;
+      void this.save().then((s) => {
+        saveStderr = s.stderr;
+        stdout.write(`${s.stdout}\n# nodelet: iptables-save exit ${s.code}\n`);
+      });
+    };
     let done: (e: ExecResult) => void = () => undefined;
     const result = new Promise<ExecResult>((resolve) => (done = resolve));
     const stdin = new Writable({
       write(chunk: Buffer, _enc, cb) {
+        if (r.script === undefined) {
+          // The shell's `read` takes the first line only.
+          const text = chunk.toString();
+          const eol = text.indexOf('\n');
+          runScript(text.slice(0, eol));
+          chunk = chunk.subarray(eol + 1);
+        }
         setImmediate(() => {
           r.chunks.push(Buffer.from(chunk));
           cb();
@@ -83,9 +107,12 @@ test('a full sync streams what a whole render gives: stale chains deleted, only 
   t.true(result.full);
   const [restore, ...more] = runner.restores;
   t.is(more.length, 0, 'one child for the save and the restore');
-  t.regex(
+  t.is(restore!.script, 'full');
+  t.true(
+    restore!.command.includes(
+      "full) { iptables-legacy-save; printf '\\n# nodelet: iptables-save exit %d\\n' $?; } & exec iptables-legacy-restore --wait=5 --noflush ;;",
+    ),
     restore!.command,
-    /^sh -c \{ iptables-legacy-save; .* & exec iptables-legacy-restore --wait=5 --noflush$/,
   );
   t.true(restore!.ended && !restore!.killed);
   const streamed = Buffer.concat(restore!.chunks).toString();
@@ -122,4 +149,36 @@ test('a runner that cannot stream gets the whole input at once', async (t) => {
   const restore = runner.calls.find((c) => c.command === 'iptables-nft-restore');
   t.deepEqual(restore?.args, ['--wait=5', '--noflush']);
   t.is(restore?.input, renderIptables(state));
+});
+
+test('a prepared backend runs each sync in a shell started before it, and starts the next one after', async (t) => {
+  const runner = new StreamingRunner(async () => ok(''));
+  const backend = new IptablesBackend({ backend: 'legacy', runner, logger: quiet });
+  const tracker = conformanceTracker();
+  const nextTick = () => new Promise((resolve) => setImmediate(resolve));
+  await backend.prepare();
+  t.is(runner.restores.length, 1, 'the first shell waits before any sync');
+  t.is(runner.restores[0]!.script, undefined);
+
+  await backend.sync(tracker.commit().state, emptyChangeSet(), true);
+  t.is(runner.restores.length, 1, 'the full sync started no child of its own');
+  t.is(runner.restores[0]!.script, 'full');
+  await nextTick();
+  t.is(runner.restores.length, 2, 'the next shell is started once the sync has returned');
+
+  tracker.deleteEndpointSlice(conformanceSlices()[0]!);
+  const { state, changes } = tracker.commit();
+  const partial = await backend.sync(state, changes, false);
+  t.false(partial.full);
+  t.is(runner.restores[1]!.script, 'restore', 'the partial restore ran in the waiting shell');
+  t.regex(Buffer.concat(runner.restores[1]!.chunks).toString(), /^\*nat\n/);
+  await nextTick();
+  t.is(runner.restores.length, 3);
+
+  await backend.stop();
+  t.true(runner.restores[2]!.ended, 'stop ends the waiting shell');
+  t.is(runner.restores[2]!.script, undefined, 'having run nothing');
+  await backend.sync(state, emptyChangeSet(), true);
+  await nextTick();
+  t.is(runner.restores.length, 4, 'a stopped backend starts a shell per sync and keeps none waiting');
 });

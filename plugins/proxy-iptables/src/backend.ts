@@ -69,6 +69,8 @@ export class IptablesBackend implements ProxyBackend {
   private readonly runner: CommandRunner;
   private readonly renderer = new IptablesRenderer();
   private ipt: Iptables | undefined;
+  /** Whether a standby shell is kept ready for the next sync (between `prepare` and `stop`). */
+  private standby = false;
 
   constructor(private readonly options: IptablesBackendOptions) {
     this.runner = options.runner ?? new HostCommandRunner(options.netns);
@@ -95,7 +97,28 @@ export class IptablesBackend implements ProxyBackend {
     return this.ipt;
   }
 
+  /** Detects the back end (when `auto`) and starts the shell the first sync's restore runs in. */
+  async prepare(): Promise<void> {
+    this.standby = true;
+    (await this.tools()).prepare();
+  }
+
+  /** Ends the waiting shell; the rules stay in force. */
+  async stop(): Promise<void> {
+    this.standby = false;
+    await this.ipt?.close();
+  }
+
   async sync(state: ProxyState, changes: ChangeSet, full: boolean): Promise<SyncResult> {
+    try {
+      return await this.syncRules(state, changes, full);
+    } finally {
+      // The next sync's shell is started once this sync has returned, not while it runs.
+      if (this.standby) setImmediate(() => this.standby && this.ipt?.prepare());
+    }
+  }
+
+  private async syncRules(state: ProxyState, changes: ChangeSet, full: boolean): Promise<SyncResult> {
     const ipt = await this.tools();
     let doFull = full || !this.renderer.canPartial;
     if (!doFull && changes.updated.size === 0 && changes.removed.size === 0) {

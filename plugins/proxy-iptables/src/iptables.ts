@@ -1,5 +1,12 @@
-import { StringDecoder } from 'node:string_decoder';
-import { type CommandRunner, type RunningCommand, runChecked } from '@nodelet/proxy';
+import {
+  CommandError,
+  type CommandRunner,
+  type RunningCommand,
+  runChecked,
+  StandbyShell,
+  statusLine,
+  statusSections,
+} from '@nodelet/proxy';
 
 /** The two kernel back ends of iptables on Debian: x_tables (`iptables-legacy`) and nf_tables (`iptables-nft`). */
 export type IptablesMode = 'legacy' | 'nft';
@@ -81,7 +88,6 @@ export function parseSave(text: string): SavedRules {
 }
 
 const SAVE_EXIT = '# nodelet: iptables-save exit ';
-const SAVE_EXIT_LINE = new RegExp(`\\n${SAVE_EXIT}(\\d+)\\n$`);
 
 /** A restore being fed, and what iptables-save showed beside it (`Iptables.startRestoreWithSave`). */
 export interface RestoreWithSave {
@@ -103,11 +109,6 @@ export class SaveFailed extends Error {
 
 /** The iptables tools of one back end, run through `runner` (possibly inside a network namespace). */
 export class Iptables {
-  constructor(
-    readonly mode: IptablesMode,
-    private readonly runner: CommandRunner,
-  ) {}
-
   async save(): Promise<SavedRules> {
     const r = await runChecked(this.runner, tools(this.mode).save, []);
     return parseSave(r.stdout);
@@ -119,48 +120,63 @@ export class Iptables {
     return r.code === 0;
   }
 
+  /**
+   * The shell a sync's restore runs in, started ahead (`prepare`): `full` runs iptables-save in the
+   * background and becomes the restore (the save's output comes first on stdout, ended by a line with
+   * its exit status; the restore writes nothing there), `restore` becomes the restore. One child per
+   * sync, forked while the proxy is idle.
+   */
+  private readonly standby: StandbyShell;
+
+  constructor(
+    readonly mode: IptablesMode,
+    private readonly runner: CommandRunner,
+  ) {
+    const { save, restore } = tools(mode);
+    const exec = `exec ${restore} ${RESTORE_ARGS.join(' ')}`;
+    this.standby = new StandbyShell(runner, {
+      full: `{ ${save}; ${statusLine(SAVE_EXIT)}; } & ${exec}`,
+      restore: exec,
+    });
+  }
+
+  /** Starts the shell the next restore will run in (while the proxy is idle). */
+  prepare(): void {
+    this.standby.prepare();
+  }
+
+  /** Ends the waiting shell, if any. */
+  close(): Promise<void> {
+    return this.standby.close();
+  }
+
   /** One atomic `iptables-restore --noflush` (waiting for the xtables lock). */
   async restore(text: string): Promise<void> {
-    await runChecked(this.runner, tools(this.mode).restore, RESTORE_ARGS, { input: text });
+    const running = this.standby.run('restore');
+    if (!running) {
+      await runChecked(this.runner, tools(this.mode).restore, RESTORE_ARGS, { input: text });
+      return;
+    }
+    running.stdin.end(text);
+    const result = await running.result;
+    if (result.code !== 0) throw new CommandError(this.restoreCommand, result);
   }
 
   /**
-   * The restore, started now and fed while its input is produced, with iptables-save running beside
-   * it in the same child: `sh` starts the save in the background and becomes the restore. Node starts
-   * a process by forking all of this one (milliseconds of CPU for a large process, and every page it
-   * writes afterwards faults once more): one child instead of two is what a full sync saves. The save's output comes
-   * first on the child's stdout (the restore writes nothing there), ended by a line with its exit
-   * status. Undefined when the runner cannot stream.
+   * The restore, fed while its input is produced, with iptables-save running beside it in the same
+   * child (the standby shell's `full`). Undefined when the runner cannot stream.
    */
   startRestoreWithSave(): RestoreWithSave | undefined {
-    const { save, restore } = tools(this.mode);
-    // The status line is preceded by a newline of its own, so it always starts a line.
-    const script = `{ ${save}; printf '\\n${SAVE_EXIT}%d\\n' $?; } & exec ${restore} ${RESTORE_ARGS.join(' ')}`;
-    const running = this.runner.start?.('sh', ['-c', script]);
+    const { save } = tools(this.mode);
+    const running = this.standby.run('full');
     if (!running) return undefined;
-    const saved = new Promise<SavedRules>((resolve, reject) => {
-      const decoder = new StringDecoder('utf8');
-      const parts: string[] = [];
-      let tail = '';
-      const onData = (data: Buffer) => {
-        const text = decoder.write(data);
-        parts.push(text);
-        tail = (tail + text).slice(-80);
-        // The status line is the last the save writes, and nothing follows it on this stdout.
-        const m = SAVE_EXIT_LINE.exec(tail);
-        if (!m) return;
-        running.stdout.off('data', onData);
-        const code = Number(m[1]);
-        if (code !== 0) return reject(new SaveFailed(save, code));
-        const all = parts.join('');
-        resolve(parseSave(all.slice(0, all.length - (tail.length - m.index))));
-      };
-      running.stdout.on('data', onData);
-      running.result.then(
-        () => reject(new SaveFailed(save, -1, 'gave no status (its command ended first)')),
-        reject,
-      );
-    });
+    const saved = statusSections(running, SAVE_EXIT, 1).then(
+      ([section]) => {
+        if (section!.code !== 0) throw new SaveFailed(save, section!.code);
+        return parseSave(section!.text);
+      },
+      (err: Error) => Promise.reject(new SaveFailed(save, -1, `gave no status (${err.message})`)),
+    );
     saved.catch(() => undefined); // awaited by the caller when it needs the rules
     return { restore: running, saved };
   }

@@ -47,6 +47,9 @@ for (const mode of ['legacy', 'nft'] as IptablesMode[]) {
         runner,
         logger: createLogger({ sink: () => undefined }),
       });
+      // As the proxy does: each restore runs in a shell started ahead (after the last sync).
+      await backend.prepare();
+      t.teardown(() => backend.stop());
       const tr = conformanceTracker();
 
       await backend.sync(tr.commit().state, tr.commit().changes, true);
