@@ -6,9 +6,14 @@ import {
   CommandError,
   emptyChangeSet,
   HostCommandRunner,
+  outputSummary,
   type ProxyBackend,
   type ProxyState,
   runChecked,
+  type RunningCommand,
+  StandbyShell,
+  statusLine,
+  statusSections,
   type SyncResult,
 } from '@nodelet/proxy';
 import { FAMILY, isAffinitySet, isServiceChain, TABLE } from './names.js';
@@ -43,6 +48,30 @@ function explain(err: unknown, text: string): Error {
   );
 }
 
+/** What a full sync lists before its transaction: whether our table exists, its chains and sets. */
+const LISTINGS = [`nft list tables ${FAMILY}`, `nft list chains ${FAMILY}`, `nft list sets ${FAMILY}`];
+const LISTED = '# nodelet: nft list exit ';
+
+const hasTable = (tables: string) => tables.split('\n').some((l) => l.trim() === `table ${FAMILY} ${TABLE}`);
+
+/** Names in `nft list chains|sets` output that belong to our table and pass `ours`. */
+function namesInOurTable(
+  listing: string,
+  kind: 'chain' | 'set',
+  ours: (name: string) => boolean,
+): Set<string> {
+  const names = new Set<string>();
+  const declaration = new RegExp(`^\\s*${kind} (\\S+) \\{`);
+  let inOurs = false;
+  for (const line of listing.split('\n')) {
+    const t = /^table (\S+) (\S+) \{/.exec(line.trim());
+    if (t) inOurs = t[1] === FAMILY && t[2] === TABLE;
+    const m = declaration.exec(line);
+    if (m && inOurs && ours(m[1]!)) names.add(m[1]!);
+  }
+  return names;
+}
+
 /**
  * The nftables backend: one `ip kube-proxy` table, verdict maps from (address, protocol, port) to
  * per-service chains, `numgen random mod N` to pick an endpoint; every sync is one `nft -f` transaction
@@ -55,41 +84,84 @@ export class NftablesBackend implements ProxyBackend {
   private readonly deleteStaleNow: boolean;
   private deferred: { chains: string[]; at: number } | undefined;
   private recreated = false;
+  /**
+   * The shell each sync's transaction runs in, started ahead: `apply` becomes `nft -f -`; `full` first
+   * lists what exists (each listing ended by a status line), then becomes `nft -f -`.
+   */
+  private readonly standby: StandbyShell;
+  /** Whether a standby shell is kept ready for the next sync (between `prepare` and `stop`). */
+  private standbyWanted = false;
 
   constructor(private readonly options: NftablesBackendOptions) {
     this.runner = options.runner ?? new HostCommandRunner(options.netns);
+    this.standby = new StandbyShell(this.runner, {
+      apply: 'exec nft -f -',
+      full: [...LISTINGS.flatMap((l) => [l, statusLine(LISTED)]), 'exec nft -f -'].join('; '),
+    });
     this.deleteStaleNow = options.deleteStaleNow ?? kernelAtLeast(6, 2);
   }
 
   private async tableExists(): Promise<boolean> {
-    const r = await runChecked(this.runner, 'nft', ['list', 'tables', FAMILY]);
-    return r.stdout.split('\n').some((l) => l.trim() === `table ${FAMILY} ${TABLE}`);
+    return hasTable((await runChecked(this.runner, 'nft', ['list', 'tables', FAMILY])).stdout);
   }
 
-  /** Service chains and affinity sets of an existing table (names only). */
-  private async existing(): Promise<{ chains: Set<string>; sets: Set<string> }> {
-    const chains = new Set<string>();
-    const sets = new Set<string>();
-    const c = await runChecked(this.runner, 'nft', ['list', 'chains', FAMILY]);
-    let inOurs = false;
-    for (const line of c.stdout.split('\n')) {
-      const t = /^table (\S+) (\S+) \{/.exec(line.trim());
-      if (t) inOurs = t[1] === FAMILY && t[2] === TABLE;
-      const m = /^\s*chain (\S+) \{/.exec(line);
-      if (m && inOurs && isServiceChain(m[1]!)) chains.add(m[1]!);
-    }
-    const s = await runChecked(this.runner, 'nft', ['list', 'sets', FAMILY]);
-    inOurs = false;
-    for (const line of s.stdout.split('\n')) {
-      const t = /^table (\S+) (\S+) \{/.exec(line.trim());
-      if (t) inOurs = t[1] === FAMILY && t[2] === TABLE;
-      const m = /^\s*set (\S+) \{/.exec(line);
-      if (m && inOurs && isAffinitySet(m[1]!)) sets.add(m[1]!);
-    }
-    return { chains, sets };
+  /**
+   * What exists of ours: nothing (`fresh`), or the table with these service chains and affinity sets.
+   * From `listings` (the standby shell printed them) or, without those, by running the listings.
+   */
+  private async existing(
+    listings: readonly string[] | undefined,
+  ): Promise<{ fresh: true } | { fresh: false; chains: Set<string>; sets: Set<string> }> {
+    const list = async (i: number) =>
+      listings?.[i] ?? (await runChecked(this.runner, 'nft', LISTINGS[i]!.split(' ').slice(1))).stdout;
+    if (!hasTable(await list(0))) return { fresh: true };
+    return {
+      fresh: false,
+      chains: namesInOurTable(await list(1), 'chain', isServiceChain),
+      sets: namesInOurTable(await list(2), 'set', isAffinitySet),
+    };
+  }
+
+  /**
+   * The listings the standby shell's `full` script printed before it became `nft -f -`. When one
+   * failed, the shell is killed before any input: nothing is applied.
+   */
+  private async listed(running: RunningCommand): Promise<string[]> {
+    const sections = await statusSections(running, LISTED, LISTINGS.length).catch((err: Error) => err);
+    const failed = sections instanceof Error ? undefined : sections.find((s) => s.code !== 0);
+    if (!(sections instanceof Error) && !failed) return sections.map((s) => s.text);
+    running.kill();
+    const result = await running.result.catch(() => undefined);
+    const detail = result?.stderr ? `: ${outputSummary({ stdout: '', stderr: result.stderr })}` : '';
+    const what =
+      sections instanceof Error
+        ? `listing what exists of table ${FAMILY} ${TABLE} gave no status (${sections.message})`
+        : `${LISTINGS[sections.indexOf(failed!)]} exited with code ${failed!.code}`;
+    throw new Error(`${what}${detail}`);
+  }
+
+  /** Starts the shell the first sync's transaction runs in. */
+  async prepare(): Promise<void> {
+    this.standbyWanted = true;
+    this.standby.prepare();
+  }
+
+  /** Ends the waiting shell; the rules stay in force. */
+  async stop(): Promise<void> {
+    this.standbyWanted = false;
+    await this.standby.close();
   }
 
   async sync(state: ProxyState, changes: ChangeSet, full: boolean): Promise<SyncResult> {
+    try {
+      return await this.syncRules(state, changes, full);
+    } finally {
+      // The next sync's shell is started once this sync has returned, not while it runs.
+      if (this.standbyWanted) setImmediate(() => this.standbyWanted && this.standby.prepare());
+    }
+  }
+
+  private async syncRules(state: ProxyState, changes: ChangeSet, full: boolean): Promise<SyncResult> {
     let doFull = full || !this.renderer.canPartial;
     if (!doFull && changes.updated.size === 0 && changes.removed.size === 0 && !(await this.tableExists())) {
       // A periodic sync with nothing to change, and our table is gone (someone ran `nft flush ruleset`).
@@ -106,28 +178,37 @@ export class NftablesBackend implements ProxyBackend {
         }),
       );
     }
+    // A full sync's listings run in the shell that then becomes its `nft -f -`.
+    const nft = doFull ? this.standby.run('full') : undefined;
+    let out: ReturnType<NftRenderer['render']>;
     let fresh = false;
-    let existing: { chains: Set<string>; sets: Set<string> } | undefined;
-    if (doFull) {
-      fresh = !(await this.tableExists());
-      if (!fresh) existing = await this.existing();
+    try {
+      const existing = doFull ? await this.existing(nft ? await this.listed(nft) : undefined) : undefined;
+      fresh = existing?.fresh ?? false;
+      out = this.renderer.render({
+        state,
+        changes,
+        full: doFull,
+        fresh,
+        deleteStaleNow: this.deleteStaleNow,
+        recreateBaseChains: doFull && !fresh && !this.recreated,
+        ...(existing && !existing.fresh
+          ? { existingChains: existing.chains, existingSets: existing.sets }
+          : {}),
+      });
+    } catch (err) {
+      nft?.kill();
+      throw err;
     }
-    const out = this.renderer.render({
-      state,
-      changes,
-      full: doFull,
-      fresh,
-      deleteStaleNow: this.deleteStaleNow,
-      recreateBaseChains: doFull && !fresh && !this.recreated,
-      ...(existing ? { existingChains: existing.chains, existingSets: existing.sets } : {}),
-    });
     if (out.bytes > 0) {
       try {
-        await this.apply(out.chunks);
+        await this.apply(out.chunks, nft);
       } catch (err) {
         this.renderer.reset();
         throw explain(err, out.text);
       }
+    } else {
+      nft?.stdin.end(); // nothing to apply: the shell's `nft -f -` reads an empty input
     }
     if (doFull) this.recreated = true;
     if (out.deferredChains.length > 0) this.deferred = { chains: out.deferredChains, at: Date.now() };
@@ -140,9 +221,9 @@ export class NftablesBackend implements ProxyBackend {
     };
   }
 
-  /** One `nft -f -` transaction, its input written piece by piece. */
-  private async apply(chunks: readonly string[]): Promise<void> {
-    const nft = this.runner.start?.('nft', ['-f', '-']);
+  /** One `nft -f -` transaction (in `started`, or the standby shell), its input written piece by piece. */
+  private async apply(chunks: readonly string[], started?: RunningCommand): Promise<void> {
+    const nft = started ?? this.standby.run('apply');
     if (!nft) {
       await runChecked(this.runner, 'nft', ['-f', '-'], { input: chunks.join('') });
       return;

@@ -1,6 +1,6 @@
 import test from 'ava';
 import { createLogger } from '@nodelet/kernel';
-import { HostCommandRunner } from '@nodelet/proxy';
+import { HostCommandRunner, isStandbyShell } from '@nodelet/proxy';
 import {
   conformanceServices,
   conformanceSlices,
@@ -21,10 +21,15 @@ kernelTest(
     t.teardown(() => topo.destroy());
     const list = () => topo.exec(topo.node, 'nft', ['list', 'table', 'ip', 'kube-proxy']);
     const runner = new FaultyRunner(new HostCommandRunner(topo.node), {
-      isTransaction: (command, args) => command === 'nft' && args[0] === '-f',
+      // `nft -f -` run alone, or as the standby shell's script (which first lists what exists).
+      isTransaction: (command, args) =>
+        (command === 'nft' && args[0] === '-f') || isStandbyShell(command, args),
       corrupt: (input) => input + 'add rule ip kube-proxy services goto no-such-chain\n',
     });
     const backend = new NftablesBackend({ runner, logger: createLogger({ sink: () => undefined }) });
+    // As the proxy does: each transaction runs in a shell started ahead (after the last sync).
+    await backend.prepare();
+    t.teardown(() => backend.stop());
     const tr = conformanceTracker();
 
     let c = tr.commit();
@@ -60,7 +65,13 @@ kernelTest(
     t.regex(err!.message, /nft -f - exited with code 1: .*no-such-chain/);
     t.is(await list(), noSticky, 'the failed transaction changed nothing');
     await backend.sync(c.state, c.changes, true);
-    t.notRegex(await list(), /10\.96\.0\.10/);
+    const resynced = await list();
+    t.notRegex(resynced, /10\.96\.0\.10/);
+    t.notRegex(
+      resynced,
+      /chain \S+conformance\/web\//,
+      'the full sync listed the stale chains and deleted them',
+    );
 
     await backend.cleanup();
     t.notRegex(await topo.exec(topo.node, 'nft', ['list', 'tables']), /kube-proxy/);
