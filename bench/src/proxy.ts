@@ -4,7 +4,7 @@
  *
  *   npm run bench:proxy --workspace @nodelet/bench -- [--services 1000,5000] [--endpoints 10]
  *        [--backends iptables-legacy,iptables-nft,nftables] [--changes 5] [--repeat K] [--slow]
- *        [--userspace on|off|only] [--userspace-mb 256] [--userspace-rounds 5]
+ *        [--userspace on|off|only] [--userspace-mb 256] [--userspace-rounds 5] [--kernel-cpu K|off]
  *
  * For each backend and N services × E endpoints (ClusterIP services, upstream-shaped rules):
  *
@@ -32,6 +32,13 @@
  *                service chain, add the new endpoint chain, delete the old one). The median of
  *                --changes runs' ratios. Goal ≤ 1.2, and never a full resync. Afterwards both namespaces must hold the
  *                same rules (checked at the smallest N).
+ *
+ * Every kernel command — the floors, the hand-made transactions, nodelet's — runs in a shell started
+ * ahead that waits for its script's name (StandbyShell, as nodelet's proxy does between syncs), and is
+ * timed from the moment its input is handed over: neither side pays for forking this (large) process.
+ * nodelet's backends are prepared (`prepare()`, what a proxy calls when it starts) outside the timing.
+ * Those commands run on one CPU, --kernel-cpu (default: the last when there are two or more), and the
+ * bench process beside it: see kernel-cpu.ts for why.
  *
  * iptables-nft (the nf_tables back end of iptables) takes minutes per apply above 1,000 services on this
  * machine (5,000 ≈ 8 min): those sizes are skipped unless --slow.
@@ -64,6 +71,7 @@ import {
   type Service,
   HostCommandRunner,
   type ServicePortState,
+  StandbyShell,
   systemEnv,
 } from '@nodelet/proxy';
 import { NetnsTopology, netnsSupport } from '@nodelet/proxy/testing';
@@ -83,6 +91,7 @@ import {
   NftRenderer,
   serviceChain as nftServiceChain,
 } from '@nodelet/proxy-nftables';
+import { CpuPlacement, cpuSpeeds } from './kernel-cpu.js';
 
 const BACKENDS = ['iptables-legacy', 'iptables-nft', 'nftables'] as const;
 type BackendName = (typeof BACKENDS)[number];
@@ -99,8 +108,10 @@ const { values: args } = parseArgs({
     'userspace-rounds': { type: 'string', default: '5' },
     userspace: { type: 'string', default: 'on' },
     out: { type: 'string' },
+    'kernel-cpu': { type: 'string' },
   },
 });
+const placement = CpuPlacement.fromFlag(args['kernel-cpu']);
 
 const quiet = createLogger({ sink: () => undefined });
 const here = dirname(fileURLToPath(import.meta.url));
@@ -152,7 +163,8 @@ function exec(
 ): Promise<{ ms: number; out: string }> {
   return new Promise((resolve, reject) => {
     const start = performance.now();
-    const child = spawn('ip', ['netns', 'exec', ns, command, ...cmdArgs], { env: systemEnv() });
+    const [pinned, pinnedArgs] = placement.command(command, cmdArgs);
+    const child = spawn('ip', ['netns', 'exec', ns, pinned, ...pinnedArgs], { env: systemEnv() });
     let out = '';
     let err = '';
     child.stdout.on('data', (d) => (out += d));
@@ -250,14 +262,36 @@ interface Row {
 }
 
 /** Runs commands in the namespace of the current repeat (one backend, a fresh namespace each time). */
-class NamespaceRunner implements CommandRunner {
-  netns = '';
+/** nodelet's commands: in a namespace of the bench's (the running proxy's changes between legs), on the kernel CPU. */
+class BenchRunner implements CommandRunner {
+  constructor(public netns: string) {}
   run(command: string, args: readonly string[], options?: ExecOptions): Promise<ExecResult> {
-    return new HostCommandRunner(this.netns).run(command, args, options);
+    return new HostCommandRunner(this.netns).run(...placement.command(command, args), options);
   }
   start(command: string, args: readonly string[], options?: Omit<ExecOptions, 'input'>): RunningCommand {
-    return new HostCommandRunner(this.netns).start(command, args, options);
+    return new HostCommandRunner(this.netns).start(...placement.command(command, args), options);
   }
+}
+
+/**
+ * A floor (the kernel tool given the whole transaction) started ahead in `ns` the way nodelet's syncs
+ * start theirs: a standby shell waiting for its script's name. Both sides are timed from the moment the
+ * input is handed over; neither pays for forking this process (see StandbyShell).
+ */
+function floorStandby(ns: string, [command, cmdArgs]: [string, string[]]) {
+  const standby = new StandbyShell(new BenchRunner(ns), { apply: `exec ${[command, ...cmdArgs].join(' ')}` });
+  standby.prepare();
+  return {
+    async run(input: string | Buffer): Promise<number> {
+      const t0 = performance.now();
+      const running = standby.run('apply')!;
+      running.stdin.end(input);
+      const result = await running.result;
+      if (result.code !== 0) throw new Error(`${command}: ${result.stderr.slice(0, 500)}`);
+      return performance.now() - t0;
+    },
+    close: () => standby.close(),
+  };
 }
 
 /** Full rule text and the commands of one backend, plus the hand-made minimal transaction for a change. */
@@ -358,7 +392,7 @@ function iptDriver(mode: 'legacy' | 'nft'): Driver {
     },
     dump: [`iptables-${mode}-save`, []],
     sequential: async (ns, state) => {
-      const ipt = new Iptables(mode, new HostCommandRunner(ns));
+      const ipt = new Iptables(mode, new BenchRunner(ns));
       const saved = await ipt.save();
       const out = new IptablesRenderer().render({
         state,
@@ -451,7 +485,7 @@ async function benchBackend(
   // namespaces and rotates which side goes first, so drift in the machine's load falls on every side.
   const repeats = Number(args.repeat ?? (n <= 1000 ? 3 : 1));
   driver.render(state); // warm-up (JIT)
-  const runner = new NamespaceRunner();
+  const runner = new BenchRunner('');
   const running = driver.running ? driver.backend(runner) : undefined;
   if (running) {
     // Warm-up: the running proxy's first full sync, into a namespace of its own.
@@ -460,6 +494,9 @@ async function benchBackend(
     await running.sync(state, emptyChangeSet(), true);
     await warmNs.destroy();
   }
+  /** Backends with a standby shell waiting in a namespace of this repeat: stopped before it goes. */
+  let prepared: (IptablesBackend | NftablesBackend)[] = [];
+  const standbys: { close(): Promise<void> }[] = [];
   const renders: number[] = [];
   const renderFaults: number[] = [];
   const runningRenders: number[] = [];
@@ -481,24 +518,32 @@ async function benchBackend(
   };
   try {
     for (let r = 0; r < repeats; r++) {
+      for (const b of prepared) await b.stop();
+      prepared = [];
       for (const ns of namespaces) await ns.destroy();
       namespaces = [];
+      // The render is timed on the idle machine too, as the applies are, and on the kernel CPU: a new
+      // renderer's, as in a proxy's first full sync.
+      placement.benchOnKernelCpu();
       settled.push(await settle());
-      // The render is timed on the idle machine too, as the applies are: a new renderer's, as in a
-      // proxy's first full sync.
       const faults = process.resourceUsage().minorPageFault;
       const t0 = performance.now();
       driver.render(state);
       renders.push(performance.now() - t0);
       renderFaults.push(process.resourceUsage().minorPageFault - faults);
+      placement.benchBesideKernel();
       text = driver.text(state);
       const floorNode = await freshNs();
       floorNs = namespaces[0];
       const nodeletNode = await freshNs();
       nodeletNs = namespaces[1];
-      const runFloor = async () =>
-        floors.push((await exec(floorNode, driver.floorCommand[0], driver.floorCommand[1], text)).ms);
-      const b = driver.backend(new HostCommandRunner(nodeletNode));
+      const floor = floorStandby(floorNode, driver.floorCommand);
+      standbys.push(floor);
+      const runFloor = async () => floors.push(await floor.run(text));
+      const b = driver.backend(new BenchRunner(nodeletNode));
+      // As a proxy does when it starts, before its first sync (the floor's shell is started ahead too).
+      await b.prepare();
+      prepared.push(b);
       backend = b;
       const runNodelet = async () => {
         const t1 = performance.now();
@@ -508,8 +553,11 @@ async function benchBackend(
       const legs = [runFloor, runNodelet];
       if (running) {
         const node = await freshNs();
+        // Its standby shell moves to this repeat's namespace (the bench's doing: a proxy's namespace never changes).
+        await running.stop();
+        runner.netns = node;
+        await running.prepare();
         legs.push(async () => {
-          runner.netns = node;
           const t1 = performance.now();
           await running.sync(state, emptyChangeSet(), true);
           runningFulls.push(performance.now() - t1);
@@ -557,7 +605,8 @@ async function benchBackend(
       const after = c.state.servicePorts.get(`bench/svc-${i}:http`)!;
       const hand = driver.handMade(before, after, n * e > 1000);
       handBytes = hand.length;
-      const f = floorNs!;
+      const handFloor = floorStandby(floorNs!.node, driver.floorCommand);
+      standbys.push(handFloor);
       const b = backend!;
       const runNodelet = async () => {
         const t3 = performance.now();
@@ -566,8 +615,7 @@ async function benchBackend(
         partial &&= !result.full;
         nodeletBytes = result.bytes ?? 0;
       };
-      const runHand = async () =>
-        handRuns.push((await exec(f.node, driver.floorCommand[0], driver.floorCommand[1], hand)).ms);
+      const runHand = async () => handRuns.push(await handFloor.run(hand));
       settled.push(await settle()); // as for (a) and (b): the kernel done with the previous transactions
       if (k % 2 === 0) {
         await runNodelet();
@@ -592,12 +640,14 @@ async function benchBackend(
       for (const s of services) twin.upsertService(s);
       for (const s of slices) twin.upsertEndpointSlice(s);
       const runningRender = driver.runningRender(state, twin.commit().state);
+      placement.benchOnKernelCpu();
       for (let r = 0; r < repeats; r++) {
         settled.push(await settle());
         const t0 = performance.now();
         runningRender();
         runningRenders.push(performance.now() - t0);
       }
+      placement.benchBesideKernel();
       process.stdout.write(`    a running proxy's render: ${median(runningRenders).toFixed(0)} ms\n`);
     }
     let sameRulesAfterChanges: boolean | undefined;
@@ -654,7 +704,10 @@ async function benchBackend(
       load: loadavg().map(r2),
     };
   } finally {
+    for (const b of [...prepared, ...(running ? [running] : [])]) await b.stop();
+    for (const f of standbys) await f.close();
     for (const ns of namespaces) await ns.destroy();
+    placement.release();
   }
 }
 
@@ -806,9 +859,15 @@ async function main(): Promise<void> {
   const rows: Row[] = [];
   const skipped: string[] = [];
   const loadStart = loadavg();
+  const spinStart = kernelBackends.length > 0 ? cpuSpeeds() : [];
   console.log(
     `proxy bench: ${sizes.join(', ')} services × ${e} endpoints; ${cpus().length} CPUs, kernel ${release()}, load ${loadStart.map((l) => l.toFixed(1)).join(' ')}`,
   );
+  if (kernelBackends.length > 0) {
+    console.log(
+      `  kernel-side commands on CPU ${placement.kernelCpu ?? 'any (--kernel-cpu off)'}; one spin loop per CPU: ${spinStart.join(', ')} ms`,
+    );
+  }
   for (const name of kernelBackends) {
     for (const n of sizes) {
       if (name === 'iptables-nft' && n > 1000 && !args.slow) {
@@ -851,6 +910,9 @@ async function main(): Promise<void> {
         cpus: cpus().length,
         kernel: release(),
         loadavg: { start: loadStart, end: loadavg() },
+        // Where the kernel-side commands ran, and the same spin loop's ms on each CPU at start and end.
+        kernelCpu: placement.kernelCpu ?? null,
+        cpuSpinMs: kernelBackends.length > 0 ? { start: spinStart, end: cpuSpeeds() } : undefined,
         rows,
         skipped,
         userspace,
