@@ -9,8 +9,8 @@ import {
 } from '@nodelet/proxy/testing';
 import { cleanupRestore, renderIptables } from './backend.js';
 import { parseSave } from './iptables.js';
-import { JUMP_RULES } from './chains.js';
-import { IptablesRenderer } from './render.js';
+import { JUMP_RULES, NAT_CHAINS } from './chains.js';
+import { IptablesRenderer, NEED_KERNEL_STATE } from './render.js';
 
 /** The conformance fixtures on the node the golden files are rendered for. */
 const loaded = () => conformanceTracker(GOLDEN_NODE);
@@ -151,6 +151,23 @@ test('a streamed full render hands on the same bytes as a whole render, written 
   t.true(blocks <= 3 * 256 * 1024, `${blocks} bytes of blocks for ${whole.bytes} bytes of rules`);
   t.is(streamOnce(), whole.text, 'again, into the kept blocks');
   t.is(r.streamedBlockBytes, blocks, 'no new blocks');
+});
+
+test('a full render hands on the nat header first, then plans each port as its chains are declared', (t) => {
+  const { state } = loaded().commit();
+  const r = new IptablesRenderer();
+  const steps = r.steps({ state, changes: emptyChangeSet(), full: true }, true);
+  const first = steps.next();
+  // The restore takes the table and reads what the kernel has while the ports are planned.
+  t.is(
+    Buffer.concat(first.value as Buffer[]).toString(),
+    '*nat\n' + NAT_CHAINS.map((c) => `:${c} - [0:0]\n`).join(''),
+  );
+  const second = Buffer.concat(steps.next().value as Buffer[]).toString();
+  t.regex(second, /^:KUBE-SVC-\w+ - \[0:0\]\n/, "then the ports' chains");
+  let step = steps.next();
+  while (!step.done) step = step.value === NEED_KERNEL_STATE ? steps.next({}) : steps.next();
+  t.is(step.value.blocks.size, state.servicePorts.size, 'every port planned');
 });
 
 test('partial renders keep the top-level chains a full render would write, through any mix of changes', (t) => {

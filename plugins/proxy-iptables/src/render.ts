@@ -193,7 +193,7 @@ export class IptablesRenderer {
       // Until this render is applied, nothing partial may build on the blocks it replaces.
       this.appliedTop = undefined;
       sorted = sortedServicePorts(state);
-      this.blocks = planAll(sorted, sameContext ? this.appliedBlocks : undefined, rerendered);
+      this.blocks = new Map(); // planned port by port while their declarations stream out
     } else {
       this.blocks = new Map(this.blocks); // the applied render keeps the blocks it applied
       for (const name of changes.removed) this.blocks.delete(name);
@@ -210,17 +210,20 @@ export class IptablesRenderer {
     // The top-level chains hold a line or two of every service port. A partial render whose changed
     // ports have the same lines there as before (an endpoint change, as long as the port keeps some
     // endpoints) has the applied top-level chains: it need not go through every service port.
-    let topLevel: TopLevel;
+    // A full render has them once every port is planned, after the declarations.
+    let topLevel: TopLevel | undefined;
     let ordered: ServiceBlock[] = [];
-    if (full || !sameTopLevelLines(changes, this.appliedBlocks, this.blocks)) {
-      sorted ??= sortedServicePorts(state);
-      ordered = sorted.map((p) => this.blocks.get(p.name)!);
-      topLevel = topLevelLines(ordered, state.node);
-    } else {
-      topLevel = this.appliedTop!;
+    if (!full) {
+      if (sameTopLevelLines(changes, this.appliedBlocks, this.blocks)) {
+        topLevel = this.appliedTop!;
+      } else {
+        sorted ??= sortedServicePorts(state);
+        ordered = sorted.map((p) => this.blocks.get(p.name)!);
+        topLevel = topLevelLines(ordered, state.node);
+      }
     }
     const changedTop = (key: string) =>
-      full || !sameLines(this.appliedTop!.get(key) ?? NONE, topLevel.get(key) ?? NONE);
+      full || !sameLines(this.appliedTop!.get(key) ?? NONE, topLevel!.get(key) ?? NONE);
 
     const recycler = full && streamed ? this.recycler : undefined;
     const out = new ChunkWriter(recycler);
@@ -240,7 +243,7 @@ export class IptablesRenderer {
     let rulesWritten = 0;
     const writeTops = (table: string, chains: readonly string[]) => {
       for (const c of chains) {
-        const lines = topLevel.get(`${table} ${c}`)!;
+        const lines = topLevel!.get(`${table} ${c}`)!;
         for (const l of lines) out.line(l);
         rulesWritten += lines.length;
       }
@@ -273,8 +276,17 @@ export class IptablesRenderer {
       for (const c of natTops) out.declare(c);
       chainsWritten += natTops.length;
       if (full) {
-        // Every block's chains declared, the top-level rules, every block's rules: a chunk at a time.
-        const declare = (b: ServiceBlock) => {
+        // Every port planned and its chains declared, the top-level rules, every block's rules: a
+        // chunk at a time. The header goes first, on its own: the restore takes the table (reading
+        // what the kernel has) while the ports are planned.
+        yield take();
+        consumed();
+        const applied = sameContext ? this.appliedBlocks : undefined;
+        const blocks = this.blocks;
+        const planAndDeclare = (p: ServicePortState) => {
+          const b = plannedBlock(p, applied);
+          blocks.set(p.name, b);
+          rerendered.push(b);
           for (const c of b.chains) out.declare(c);
           chainsWritten += b.chains.length;
         };
@@ -284,8 +296,10 @@ export class IptablesRenderer {
           out.span(span);
           rulesWritten += span.lines;
         };
-        const natTopLines = natTops.flatMap((c) => topLevel.get(`nat ${c}`)!);
-        yield* paced(rerendered, declare, out, take, consumed);
+        yield* paced(sorted!, planAndDeclare, out, take, consumed);
+        ordered = rerendered;
+        topLevel = topLevelLines(ordered, state.node);
+        const natTopLines = natTops.flatMap((c) => topLevel!.get(`nat ${c}`)!);
         yield* paced(natTopLines, line, out, take, consumed);
         yield* paced(rerendered, body, out, take, consumed);
         rulesWritten += natTopLines.length;
@@ -339,7 +353,7 @@ export class IptablesRenderer {
         return (text ??= Buffer.concat(all).toString('utf8'));
       },
       full,
-      topLevel,
+      topLevel: topLevel!,
       blocks: this.blocks,
       portsRendered,
       chainsWritten,
@@ -425,23 +439,16 @@ function drain(
 // until then, against 20 ms after).
 
 /**
- * A full render's blocks, in rule order (into `out`), by service port name. A service port whose state
- * is the very object an applied block was planned from (the tracker keeps it while nothing about the
- * port changes) keeps that plan: its chain names and top-level lines.
+ * A full render's block for `p`. A service port whose state is the very object an applied block was
+ * planned from (the tracker keeps it while nothing about the port changes) keeps that plan: its chain
+ * names and top-level lines.
  */
-function planAll(
-  sorted: readonly ServicePortState[],
+function plannedBlock(
+  p: ServicePortState,
   applied: ReadonlyMap<string, ServiceBlock> | undefined,
-  out: ServiceBlock[],
-): Map<string, ServiceBlock> {
-  const blocks = new Map<string, ServiceBlock>();
-  for (const p of sorted) {
-    const a = applied?.get(p.name);
-    const b = a?.port === p ? a : planBlock(p);
-    blocks.set(p.name, b);
-    out.push(b);
-  }
-  return blocks;
+): ServiceBlock {
+  const a = applied?.get(p.name);
+  return a?.port === p ? a : planBlock(p);
 }
 
 /**
