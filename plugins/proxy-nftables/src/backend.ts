@@ -48,11 +48,18 @@ function explain(err: unknown, text: string): Error {
   );
 }
 
-/** What a full sync lists before its transaction: whether our table exists, its chains and sets. */
-const LISTINGS = [`nft list tables ${FAMILY}`, `nft list chains ${FAMILY}`, `nft list sets ${FAMILY}`];
+/**
+ * What a full sync lists before its transaction, in one nft: every chain and set of the family, terse
+ * (names, no set elements). Our table's header is in it whenever the table exists.
+ */
+const LISTING = ['-t', `list chains ${FAMILY}; list sets ${FAMILY}`];
 const LISTED = '# nodelet: nft list exit ';
 
-const hasTable = (tables: string) => tables.split('\n').some((l) => l.trim() === `table ${FAMILY} ${TABLE}`);
+/** Whether a listing (`nft list tables`, or LISTING) shows our table. */
+const hasTable = (listing: string) =>
+  listing
+    .split('\n')
+    .some((l) => /^table (\S+) (\S+)( \{)?$/.exec(l.trim())?.slice(1, 3).join(' ') === `${FAMILY} ${TABLE}`);
 
 /** Names in `nft list chains|sets` output that belong to our table and pass `ours`. */
 function namesInOurTable(
@@ -86,7 +93,7 @@ export class NftablesBackend implements ProxyBackend {
   private recreated = false;
   /**
    * The shell each sync's transaction runs in, started ahead: `apply` becomes `nft -f -`; `full` first
-   * lists what exists (each listing ended by a status line), then becomes `nft -f -`.
+   * lists what exists (ended by a status line), then becomes `nft -f -`.
    */
   private readonly standby: StandbyShell;
   /** Whether a standby shell is kept ready for the next sync (between `prepare` and `stop`). */
@@ -96,7 +103,7 @@ export class NftablesBackend implements ProxyBackend {
     this.runner = options.runner ?? new HostCommandRunner(options.netns);
     this.standby = new StandbyShell(this.runner, {
       apply: 'exec nft -f -',
-      full: [...LISTINGS.flatMap((l) => [l, statusLine(LISTED)]), 'exec nft -f -'].join('; '),
+      full: `nft ${LISTING[0]} '${LISTING[1]}'; ${statusLine(LISTED)}; exec nft -f -`,
     });
     this.deleteStaleNow = options.deleteStaleNow ?? kernelAtLeast(6, 2);
   }
@@ -107,37 +114,36 @@ export class NftablesBackend implements ProxyBackend {
 
   /**
    * What exists of ours: nothing (`fresh`), or the table with these service chains and affinity sets.
-   * From `listings` (the standby shell printed them) or, without those, by running the listings.
+   * From `listing` (the standby shell printed it) or, without one, by running the listing.
    */
   private async existing(
-    listings: readonly string[] | undefined,
+    listing: string | undefined,
   ): Promise<{ fresh: true } | { fresh: false; chains: Set<string>; sets: Set<string> }> {
-    const list = async (i: number) =>
-      listings?.[i] ?? (await runChecked(this.runner, 'nft', LISTINGS[i]!.split(' ').slice(1))).stdout;
-    if (!hasTable(await list(0))) return { fresh: true };
+    const text = listing ?? (await runChecked(this.runner, 'nft', LISTING)).stdout;
+    if (!hasTable(text)) return { fresh: true };
     return {
       fresh: false,
-      chains: namesInOurTable(await list(1), 'chain', isServiceChain),
-      sets: namesInOurTable(await list(2), 'set', isAffinitySet),
+      chains: namesInOurTable(text, 'chain', isServiceChain),
+      sets: namesInOurTable(text, 'set', isAffinitySet),
     };
   }
 
   /**
-   * The listings the standby shell's `full` script printed before it became `nft -f -`. When one
+   * The listing the standby shell's `full` script printed before it became `nft -f -`. When it
    * failed, the shell is killed before any input: nothing is applied.
    */
-  private async listed(running: RunningCommand): Promise<string[]> {
-    const sections = await statusSections(running, LISTED, LISTINGS.length).catch((err: Error) => err);
-    const failed = sections instanceof Error ? undefined : sections.find((s) => s.code !== 0);
-    if (!(sections instanceof Error) && !failed) return sections.map((s) => s.text);
+  private async listed(running: RunningCommand): Promise<string> {
+    const section = await statusSections(running, LISTED, 1).then(
+      ([s]) => s!,
+      (err: Error) => err,
+    );
+    if (!(section instanceof Error) && section.code === 0) return section.text;
     running.kill();
     const result = await running.result.catch(() => undefined);
     const detail = result?.stderr ? `: ${outputSummary({ stdout: '', stderr: result.stderr })}` : '';
-    const what =
-      sections instanceof Error
-        ? `listing what exists of table ${FAMILY} ${TABLE} gave no status (${sections.message})`
-        : `${LISTINGS[sections.indexOf(failed!)]} exited with code ${failed!.code}`;
-    throw new Error(`${what}${detail}`);
+    const why =
+      section instanceof Error ? `gave no status (${section.message})` : `exited with code ${section.code}`;
+    throw new Error(`nft ${LISTING[0]} '${LISTING[1]}' ${why}${detail}`);
   }
 
   /** Starts the shell the first sync's transaction runs in. */
