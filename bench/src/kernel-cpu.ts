@@ -8,7 +8,8 @@
  * So every kernel-side command of a comparison — the floor's, the hand-made transaction, the commands
  * nodelet's syncs start — runs on one CPU (`taskset -c K`), and the bench process, where nodelet
  * renders while the kernel tool parses, on the others, as on a node with more than one CPU. A render
- * timed on its own for (a) runs on K, like the apply it is divided by.
+ * timed on its own for (a) runs on K, like the apply it is divided by (its main thread: V8's helper
+ * threads, concurrent marking and compilation, stay beside it, where they would run on any node).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { cpus } from 'node:os';
@@ -41,9 +42,10 @@ export class CpuPlacement {
       : ['taskset', ['-c', String(this.kernelCpu), command, ...args]];
   }
 
-  /** Moves every thread of this process onto the kernel CPU (to time a render as the apply is timed). */
+  /** Moves this process's main thread onto the kernel CPU (to time a render as the apply is timed). */
   benchOnKernelCpu(): void {
-    if (this.kernelCpu !== undefined) this.pinSelf(String(this.kernelCpu));
+    if (this.kernelCpu === undefined) return;
+    execFileSync('taskset', ['-p', '-c', String(this.kernelCpu), String(process.pid)], { stdio: 'ignore' });
   }
 
   /** Moves every thread of this process off the kernel CPU. */
