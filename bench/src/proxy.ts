@@ -19,11 +19,14 @@
  *                full sync: its blocks and plans made anew) and, for iptables, a running proxy's
  *                (every rule rendered again, as after a change on every service port, into the
  *                blocks its earlier renders used; measured after (c), as many times as repeats,
- *                ratio of the medians).
+ *                each followed by a kernel apply of the same text into a fresh namespace: the median
+ *                of those pairs' ratios).
  *   (b) full     a new proxy's full sync into a fresh namespace (iptables: the restore starts, with
  *                iptables-save of what exists beside it in the same child, and the rules stream into
  *                it as they are rendered; nft: render, then nft -f) ÷ that same one-transaction apply
- *                (the floor). Goal ≤ 1.1.
+ *                (the floor). Goal ≤ 1.1. Also the floor with its text written in 64 KiB chunks, as a
+ *                streamed sync writes (what streaming costs the kernel tool), and when nodelet's
+ *                restore and that chunked floor had taken 10 %, 50 % and all of the input.
  *                For iptables also a running proxy's next full sync (one backend for all repeats, a
  *                fresh namespace each time, as after someone flushed the tables), and the new
  *                proxy's sync not streamed (save, render, restore in turn).
@@ -52,6 +55,7 @@
  * Prints a table and writes bench/results/proxy.json.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
+import type { Writable } from 'node:stream';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { cpus, loadavg, release } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -230,16 +234,24 @@ interface Row {
     /** Minor page faults of this process during each new renderer's render (first-touched memory). */
     renderFaults: number[];
     runningRender?: number[];
+    /** The kernel apply timed just after each running render, for its ratio. */
+    runningRenderFloor?: number[];
     floorApply: number[];
     nodeletFull: number[];
     runningFull?: number[];
     notStreamed?: number[];
+    /** The floor's text written in 64 KiB chunks, each once the pipe took the one before. */
+    chunkedFloor: number[];
+    /** When nodelet's restore (new proxy) and the chunked floor had taken 10 %, 50 %, all of the input (ms). */
+    inputAckedMs: { nodelet: (number | null)[][]; chunkedFloor: (number | null)[][] };
     settledMs: number[];
   };
   floorApplyMs: number;
   renderRatio: number;
   nodeletFullMs: number;
   fullRatio: number;
+  /** The chunked floor ÷ the floor: what writing the input as a stream costs the kernel tool. */
+  chunkedFloorRatio: number;
   /** iptables: the full sync of a running proxy. */
   runningFullMs?: number;
   runningFullRatio?: number;
@@ -261,15 +273,53 @@ interface Row {
   load: number[];
 }
 
-/** Runs commands in the namespace of the current repeat (one backend, a fresh namespace each time). */
-/** nodelet's commands: in a namespace of the bench's (the running proxy's changes between legs), on the kernel CPU. */
+/** When a command's stdin had taken 10 %, 50 % and all of `total` bytes, in ms after `start`. */
+class InputProgress {
+  readonly at: (number | null)[] = [null, null, null];
+  private taken = 0;
+  constructor(
+    private readonly total: number,
+    private readonly start: number,
+  ) {}
+  took(bytes: number): void {
+    this.taken += bytes;
+    [0.1, 0.5, 1].forEach((f, i) => {
+      if (this.at[i] === null && this.taken >= f * this.total)
+        this.at[i] = r2(performance.now() - this.start);
+    });
+  }
+}
+
+/**
+ * nodelet's commands: in a namespace of the bench's (the running proxy's changes between legs), on the
+ * kernel CPU. With `progress`, the input the started commands' stdin takes (`write`s) is recorded.
+ */
 class BenchRunner implements CommandRunner {
+  progress: InputProgress | undefined;
   constructor(public netns: string) {}
   run(command: string, args: readonly string[], options?: ExecOptions): Promise<ExecResult> {
     return new HostCommandRunner(this.netns).run(...placement.command(command, args), options);
   }
   start(command: string, args: readonly string[], options?: Omit<ExecOptions, 'input'>): RunningCommand {
-    return new HostCommandRunner(this.netns).start(...placement.command(command, args), options);
+    const running = new HostCommandRunner(this.netns).start(...placement.command(command, args), options);
+    const stdin = running.stdin;
+    const write = stdin.write;
+    // Looked up at write time: a standby shell is started before the leg that records it.
+    const progressNow = () => this.progress;
+    stdin.write = function (this: Writable, chunk: Buffer | string, ...rest: unknown[]) {
+      const cb = rest.find((x) => typeof x === 'function') as ((err?: Error | null) => void) | undefined;
+      const bytes = typeof chunk === 'string' ? Buffer.byteLength(chunk) : chunk.length;
+      const progress = progressNow();
+      return (write as (c: Buffer | string, cb: (err?: Error | null) => void) => boolean).call(
+        this,
+        chunk,
+        (err?: Error | null) => {
+          progress?.took(bytes);
+          cb?.(err);
+        },
+      );
+    } as Writable['write'];
+    return running;
   }
 }
 
@@ -279,13 +329,28 @@ class BenchRunner implements CommandRunner {
  * input is handed over; neither pays for forking this process (see StandbyShell).
  */
 function floorStandby(ns: string, [command, cmdArgs]: [string, string[]]) {
-  const standby = new StandbyShell(new BenchRunner(ns), { apply: `exec ${[command, ...cmdArgs].join(' ')}` });
+  const runner = new BenchRunner(ns);
+  const standby = new StandbyShell(runner, { apply: `exec ${[command, ...cmdArgs].join(' ')}` });
   standby.prepare();
   return {
-    async run(input: string | Buffer): Promise<number> {
+    /**
+     * `chunked`: the input written as a streamed sync writes it, 64 KiB at a time, each once the pipe
+     * has taken the one before (recorded in `chunked.progress`); otherwise all at once.
+     */
+    async run(input: Buffer, chunked?: { progress: (start: number) => InputProgress }): Promise<number> {
       const t0 = performance.now();
       const running = standby.run('apply')!;
-      running.stdin.end(input);
+      if (chunked) {
+        runner.progress = chunked.progress(t0);
+        for (let o = 0; o < input.length; o += 64 * 1024) {
+          await new Promise<void>((resolve) =>
+            running.stdin.write(input.subarray(o, o + 64 * 1024), () => resolve()),
+          );
+        }
+        running.stdin.end();
+      } else {
+        running.stdin.end(input);
+      }
       const result = await running.result;
       if (result.code !== 0) throw new Error(`${command}: ${result.stderr.slice(0, 500)}`);
       return performance.now() - t0;
@@ -500,10 +565,17 @@ async function benchBackend(
   const renders: number[] = [];
   const renderFaults: number[] = [];
   const runningRenders: number[] = [];
+  const runningRenderFloors: number[] = [];
   const floors: number[] = [];
   const fulls: number[] = [];
   const runningFulls: number[] = [];
-  let text: string | Buffer = '';
+  let text: Buffer = Buffer.alloc(0);
+  const chunkedFloors: number[] = [];
+  /** Per repeat: when the new proxy's restore, and the chunked floor, had taken 10 %, 50 %, 100 % of the input. */
+  const inputAcked: { nodelet: (number | null)[][]; chunkedFloor: (number | null)[][] } = {
+    nodelet: [],
+    chunkedFloor: [],
+  };
   const sequentials: number[] = [];
   /** ms waited before each repeat for the previous one's namespaces to be torn down by the kernel. */
   const settled: number[] = [];
@@ -540,17 +612,33 @@ async function benchBackend(
       const floor = floorStandby(floorNode, driver.floorCommand);
       standbys.push(floor);
       const runFloor = async () => floors.push(await floor.run(text));
-      const b = driver.backend(new BenchRunner(nodeletNode));
+      // The floor again, its text written as a streamed sync writes: what streaming itself costs.
+      const chunkedFloor = floorStandby(await freshNs(), driver.floorCommand);
+      standbys.push(chunkedFloor);
+      const runChunkedFloor = async () => {
+        let progress: InputProgress | undefined;
+        const ms = await chunkedFloor.run(text, {
+          progress: (t) => (progress = new InputProgress(text.length, t)),
+        });
+        chunkedFloors.push(ms);
+        inputAcked.chunkedFloor.push(progress!.at);
+      };
+      const nodeletRunner = new BenchRunner(nodeletNode);
+      const b = driver.backend(nodeletRunner);
       // As a proxy does when it starts, before its first sync (the floor's shell is started ahead too).
       await b.prepare();
       prepared.push(b);
       backend = b;
       const runNodelet = async () => {
         const t1 = performance.now();
+        const progress = new InputProgress(text.length, t1);
+        nodeletRunner.progress = progress;
         await b.sync(state, emptyChangeSet(), true);
         fulls.push(performance.now() - t1);
+        nodeletRunner.progress = undefined;
+        inputAcked.nodelet.push(progress.at);
       };
-      const legs = [runFloor, runNodelet];
+      const legs = [runFloor, runNodelet, runChunkedFloor];
       if (running) {
         const node = await freshNs();
         // Its standby shell moves to this repeat's namespace (the bench's doing: a proxy's namespace never changes).
@@ -580,7 +668,7 @@ async function benchBackend(
     const nodeletFullMs = median(fulls);
     const sequentialMs = sequentials.length > 0 ? median(sequentials) : undefined;
     process.stdout.write(
-      `  ${name} ${n}: render ${renderMs.toFixed(0)} ms, kernel apply ${floorMs.toFixed(0)} ms, nodelet full sync ${nodeletFullMs.toFixed(0)} ms${sequentialMs !== undefined ? ` (not streamed ${sequentialMs.toFixed(0)} ms)` : ''}`,
+      `  ${name} ${n}: render ${renderMs.toFixed(0)} ms, kernel apply ${floorMs.toFixed(0)} ms, nodelet full sync ${nodeletFullMs.toFixed(0)} ms (floor fed in chunks ${median(chunkedFloors).toFixed(0)} ms)${sequentialMs !== undefined ? ` (not streamed ${sequentialMs.toFixed(0)} ms)` : ''}`,
     );
 
     // (c) one endpoint replaced, `changes` times: nodelet's sync (the tracker update and commit
@@ -615,7 +703,7 @@ async function benchBackend(
         partial &&= !result.full;
         nodeletBytes = result.bytes ?? 0;
       };
-      const runHand = async () => handRuns.push(await handFloor.run(hand));
+      const runHand = async () => handRuns.push(await handFloor.run(Buffer.from(hand)));
       settled.push(await settle()); // as for (a) and (b): the kernel done with the previous transactions
       if (k % 2 === 0) {
         await runNodelet();
@@ -634,20 +722,25 @@ async function benchBackend(
     );
 
     // (a) for a running proxy, last and on its own (its renderer and second state would otherwise be
-    // in the heap through every leg above): as many renders as repeats, each on an idle machine.
+    // in the heap through every leg above): as many renders as repeats, each on an idle machine and
+    // each paired with a kernel apply of the same text just after it (the CPUs' speed drifts within
+    // minutes: a ratio to the floor measured at the start of the row would carry that drift).
     if (driver.runningRender) {
       const twin = new ChangeTracker(defaultNodeContext('bench-node'), quiet);
       for (const s of services) twin.upsertService(s);
       for (const s of slices) twin.upsertEndpointSlice(s);
       const runningRender = driver.runningRender(state, twin.commit().state);
-      placement.benchOnKernelCpu();
       for (let r = 0; r < repeats; r++) {
+        const floor = floorStandby(await freshNs(), driver.floorCommand);
+        standbys.push(floor);
+        placement.benchOnKernelCpu();
         settled.push(await settle());
         const t0 = performance.now();
         runningRender();
         runningRenders.push(performance.now() - t0);
+        placement.benchBesideKernel();
+        runningRenderFloors.push(await floor.run(text));
       }
-      placement.benchBesideKernel();
       process.stdout.write(`    a running proxy's render: ${median(runningRenders).toFixed(0)} ms\n`);
     }
     let sameRulesAfterChanges: boolean | undefined;
@@ -667,24 +760,28 @@ async function benchBackend(
       ...(runningRenders.length > 0
         ? {
             runningRenderMs: r2(median(runningRenders)),
-            // Not paired (measured after the applies): a ratio of the two medians.
-            runningRenderRatio: Math.round((median(runningRenders) / floorMs) * 1000) / 1000,
+            runningRenderRatio: Math.round(pairedRatio(runningRenders, runningRenderFloors) * 1000) / 1000,
           }
         : {}),
       repeats: {
         render: renders.map(r2),
         renderFaults,
-        ...(runningRenders.length > 0 ? { runningRender: runningRenders.map(r2) } : {}),
+        ...(runningRenders.length > 0
+          ? { runningRender: runningRenders.map(r2), runningRenderFloor: runningRenderFloors.map(r2) }
+          : {}),
         floorApply: floors.map(r2),
         nodeletFull: fulls.map(r2),
         ...(runningFulls.length > 0 ? { runningFull: runningFulls.map(r2) } : {}),
         ...(sequentials.length > 0 ? { notStreamed: sequentials.map(r2) } : {}),
+        chunkedFloor: chunkedFloors.map(r2),
+        inputAckedMs: inputAcked,
         settledMs: settled.map(Math.round),
       },
       floorApplyMs: r2(floorMs),
       renderRatio: Math.round(pairedRatio(renders, floors) * 1000) / 1000,
       nodeletFullMs: r2(nodeletFullMs),
       fullRatio: r2(pairedRatio(fulls, floors)),
+      chunkedFloorRatio: Math.round(pairedRatio(chunkedFloors, floors) * 1000) / 1000,
       ...(runningFulls.length > 0
         ? { runningFullMs: r2(median(runningFulls)), runningFullRatio: r2(pairedRatio(runningFulls, floors)) }
         : {}),
