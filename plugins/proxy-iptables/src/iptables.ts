@@ -109,17 +109,6 @@ export class SaveFailed extends Error {
 
 /** The iptables tools of one back end, run through `runner` (possibly inside a network namespace). */
 export class Iptables {
-  async save(): Promise<SavedRules> {
-    const r = await runChecked(this.runner, tools(this.mode).save, []);
-    return parseSave(r.stdout);
-  }
-
-  /** Whether `chain` exists in `table` (one cheap listing of that chain only). */
-  async hasChain(table: string, chain: string): Promise<boolean> {
-    const r = await this.runner.run(`iptables-${this.mode}`, ['-w', '5', '-t', table, '-S', chain]);
-    return r.code === 0;
-  }
-
   /**
    * The shell a sync's restore runs in, started ahead (`prepare`): `full` runs iptables-save in the
    * background and becomes the restore (the save's output comes first on stdout, ended by a line with
@@ -138,6 +127,17 @@ export class Iptables {
       full: `{ ${save}; ${statusLine(SAVE_EXIT)}; } & ${exec}`,
       restore: exec,
     });
+  }
+
+  async save(): Promise<SavedRules> {
+    const r = await runChecked(this.runner, tools(this.mode).save, []);
+    return parseSave(r.stdout);
+  }
+
+  /** Whether `chain` exists in `table` (one cheap listing of that chain only). */
+  async hasChain(table: string, chain: string): Promise<boolean> {
+    const r = await this.runner.run(`iptables-${this.mode}`, ['-w', '5', '-t', table, '-S', chain]);
+    return r.code === 0;
   }
 
   /** Starts the shell the next restore will run in (while the proxy is idle). */
