@@ -115,7 +115,8 @@ const { values: args } = parseArgs({
     'kernel-cpu': { type: 'string' },
   },
 });
-const placement = CpuPlacement.fromFlag(args['kernel-cpu']);
+/** Set by main() from --kernel-cpu before anything runs. */
+let placement = new CpuPlacement(undefined);
 
 const quiet = createLogger({ sink: () => undefined });
 const here = dirname(fileURLToPath(import.meta.url));
@@ -936,6 +937,7 @@ async function benchUserspace(mb: number, rounds: number): Promise<UserspaceResu
 }
 
 async function main(): Promise<void> {
+  placement = CpuPlacement.fromFlag(args['kernel-cpu']);
   const sizes = args.services.split(',').map(Number);
   const e = Number(args.endpoints);
   const backends = args.backends.split(',').filter(Boolean) as BackendName[];
@@ -1021,4 +1023,8 @@ async function main(): Promise<void> {
   console.log(`wrote ${outFile}`);
 }
 
-await main();
+// A bad flag is one line naming it; anything else keeps its stack.
+await main().catch((err: Error) => {
+  console.error(err.message.startsWith('--') ? `proxy bench: ${err.message}` : err);
+  process.exit(2);
+});
