@@ -4,7 +4,7 @@
  *
  *   npm run bench:proxy --workspace @nodelet/bench -- [--services 1000,5000] [--endpoints 10]
  *        [--backends iptables-legacy,iptables-nft,nftables] [--changes 5] [--repeat K] [--slow]
- *        [--userspace on|off|only] [--userspace-mb 256] [--userspace-rounds 5] [--kernel-cpu K|off]
+ *        [--userspace on|off|only] [--userspace-mb 1024] [--userspace-rounds 9] [--kernel-cpu K|off]
  *
  * For each backend and N services × E endpoints (ClusterIP services, upstream-shaped rules):
  *
@@ -46,17 +46,19 @@
  * iptables-nft (the nf_tables back end of iptables) takes minutes per apply above 1,000 services on this
  * machine (5,000 ≈ 8 min): those sizes are skipped unless --slow.
  *
- * Userspace: bulk TCP throughput through the userspace proxy ÷ a direct loopback connection. Sender,
- * sink and proxy each run in a process of their own (the bench process stays idle in both cases);
- * medians of --userspace-rounds rounds of --userspace-mb MiB, each round one direct and one proxied
- * transfer, alternating which goes first. Also the CPU the proxy process uses per MiB. Goal ≥ 0.5.
- * (--userspace only: this part alone, no root needed.)
+ * Userspace: bulk TCP throughput through the userspace proxy ÷ a direct loopback connection, iperf3
+ * as sender and sink (apt-get install iperf3). Sender, sink and proxy each run in a process of their
+ * own (the bench process stays idle in both cases); the median of --userspace-rounds rounds of
+ * --userspace-mb MiB, each round one direct and one proxied transfer, alternating which goes first.
+ * Also the CPU the proxy process uses per MiB. Goal ≥ 0.5. (--userspace only: this part alone, no
+ * root needed.)
  *
  * Prints a table and writes bench/results/proxy.json.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import type { Writable } from 'node:stream';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { type AddressInfo, createServer } from 'node:net';
 import { cpus, loadavg, release } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -108,8 +110,8 @@ const { values: args } = parseArgs({
     changes: { type: 'string', default: '5' },
     slow: { type: 'boolean', default: false },
     repeat: { type: 'string' },
-    'userspace-mb': { type: 'string', default: '256' },
-    'userspace-rounds': { type: 'string', default: '5' },
+    'userspace-mb': { type: 'string', default: '1024' },
+    'userspace-rounds': { type: 'string', default: '9' },
     userspace: { type: 'string', default: 'on' },
     out: { type: 'string' },
     'kernel-cpu': { type: 'string' },
@@ -809,36 +811,64 @@ async function benchBackend(
   }
 }
 
-/** Bulk TCP: a sink server and a sending client, each its own process; MiB/s as the client sees it. */
-const SINK = `
-const net = require('node:net');
-const s = net.createServer((c) => { let n = 0; c.on('data', (d) => { n += d.length; }); c.on('end', () => c.end(String(n))); });
-s.listen(0, '127.0.0.1', () => process.stdout.write(s.address().port + '\\n'));
-`;
-const SEND = `
-const net = require('node:net');
-const [host, port, mb] = process.argv.slice(1);
-const total = Number(mb) * 1024 * 1024;
-const chunk = Buffer.alloc(256 * 1024, 7);
-const start = process.hrtime.bigint();
-const c = net.connect({ host, port: Number(port) }, () => {
-  let sent = 0;
-  const pump = () => { while (sent < total) { sent += chunk.length; if (!c.write(chunk)) return c.once('drain', pump); } c.end(); };
-  pump();
-});
-let reply = '';
-c.on('data', (d) => (reply += d));
-c.on('end', () => { const s = Number(process.hrtime.bigint() - start) / 1e9; process.stdout.write(JSON.stringify({ bytes: Number(reply), seconds: s }) + '\\n'); });
-`;
+/** iperf3's block size, each side: large reads and writes, as a bulk transfer makes them. */
+const IPERF_BLOCK = '256K';
 
-async function runNode(script: string, argv: string[]): Promise<string> {
-  // A child of its own per transfer: the sending side's CPU never competes with the bench's.
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['-e', script, ...argv]);
-    let out = '';
-    child.stdout.on('data', (d) => (out += d));
-    child.on('close', (code) => (code === 0 ? resolve(out) : reject(new Error(`exit ${code}`))));
+/** A free TCP port of 127.0.0.1 (the kernel picks it; closed again before iperf3 binds it). */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
+
+/** `iperf3 -s` on 127.0.0.1, in the foreground as a child of this process: the sink of every transfer. */
+async function startIperfServer(): Promise<{ child: ChildProcess; port: number }> {
+  const port = await freePort();
+  const child = spawn('iperf3', ['-s', '--forceflush', '-B', '127.0.0.1', '-p', String(port)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
+  await new Promise<void>((resolve, reject) => {
+    child.once('error', (e) =>
+      reject(
+        new Error(`userspace bench: cannot run iperf3 (${e.message}); install it: apt-get install iperf3`),
+      ),
+    );
+    child.once('exit', (code) => reject(new Error(`iperf3 -s -p ${port} exited with code ${code}`)));
+    child.stdout!.on('data', (d) => {
+      if (String(d).includes('Server listening')) resolve();
+    });
+  });
+  return { child, port };
+}
+
+/** One `iperf3 -c` transfer of `mb` MiB to `port` (the sink itself or the proxy before it): MiB/s received. */
+async function iperfTransfer(port: number, mb: number): Promise<number> {
+  const args = ['-c', '127.0.0.1', '-p', String(port), '-n', `${mb}M`, '-l', IPERF_BLOCK, '-J'];
+  const out = await new Promise<string>((resolve, reject) => {
+    const child = spawn('iperf3', args, { stdio: ['ignore', 'pipe', 'inherit'] });
+    let text = '';
+    child.stdout.on('data', (d) => (text += d));
+    child.once('error', reject);
+    child.once('close', (code) =>
+      code === 0
+        ? resolve(text)
+        : reject(new Error(`iperf3 ${args.join(' ')} exited with code ${code}: ${text.slice(0, 500)}`)),
+    );
+  });
+  // The receiver's rate: bytes that reached the sink over the receiver's time. The sender's
+  // end-of-test message can overtake a few MiB still inside the proxy; the sink stops counting then.
+  const { end } = JSON.parse(out) as {
+    end: Record<'sum_sent' | 'sum_received', { bytes: number; seconds: number }>;
+  };
+  const received = end.sum_received;
+  if (end.sum_sent.bytes < mb * 1024 * 1024 || received.bytes < 0.95 * end.sum_sent.bytes) {
+    throw new Error(
+      `iperf3 sent ${end.sum_sent.bytes} bytes and the sink got ${received.bytes}, for ${mb} MiB`,
+    );
+  }
+  return received.bytes / 1024 / 1024 / received.seconds;
 }
 
 /** CPU time (user + system) a process has used so far, in ms (Linux, from /proc). */
@@ -871,42 +901,36 @@ interface UserspaceResult {
   sinkCpuMsPerMiB: number;
   mib: number;
   rounds: number;
+  /** Sender and sink of every transfer. */
+  harness: string;
   load: number[];
 }
 
 /**
- * Bulk TCP through the userspace proxy ÷ a direct loopback connection. Sender, sink and proxy each run
- * in a process of their own, so the bench process is idle in both cases; rounds alternate which of
- * the two goes first.
+ * Bulk TCP through the userspace proxy ÷ a direct loopback connection. iperf3 is sender and sink
+ * (-l 256K): its C loops read and write into fixed buffers, so on two CPUs the harness takes as little
+ * as it can from the proxy, and the direct transfer is as fast as this machine makes it. Sink, proxy and
+ * each transfer's sender are processes of their own; rounds alternate which of the two goes first.
  */
 async function benchUserspace(mb: number, rounds: number): Promise<UserspaceResult> {
-  const sink = await startChild(['-e', SINK]);
-  const port = Number(sink.line);
-  const proxy = await startChild([join(here, 'proxy-userspace-child.js'), String(port)]);
+  const sink = await startIperfServer();
+  const proxy = await startChild([join(here, 'proxy-userspace-child.js'), String(sink.port)]);
   const proxyPort = Number(proxy.line);
   try {
-    const rate = async (p: number) => {
-      const r = JSON.parse(await runNode(SEND, ['127.0.0.1', String(p), String(mb)])) as {
-        bytes: number;
-        seconds: number;
-      };
-      if (r.bytes !== mb * 1024 * 1024) throw new Error(`sink got ${r.bytes} bytes`);
-      return mb / r.seconds;
-    };
-    await rate(port); // warm-up
-    await rate(proxyPort);
+    await iperfTransfer(sink.port, mb); // warm-up
+    await iperfTransfer(proxyPort, mb);
     const direct: number[] = [];
     const via: number[] = [];
     let proxyCpu = 0;
     let sinkCpu = 0;
     const runDirect = async () => {
       const s0 = await cpuMs(sink.child.pid!);
-      direct.push(await rate(port));
+      direct.push(await iperfTransfer(sink.port, mb));
       sinkCpu += (await cpuMs(sink.child.pid!)) - s0;
     };
     const runProxied = async () => {
       const p0 = await cpuMs(proxy.child.pid!);
-      via.push(await rate(proxyPort));
+      via.push(await iperfTransfer(proxyPort, mb));
       proxyCpu += (await cpuMs(proxy.child.pid!)) - p0;
     };
     for (let i = 0; i < rounds; i++) {
@@ -928,6 +952,7 @@ async function benchUserspace(mb: number, rounds: number): Promise<UserspaceResu
       sinkCpuMsPerMiB: r2(sinkCpu / (mb * rounds)),
       mib: mb,
       rounds,
+      harness: `iperf3 -l ${IPERF_BLOCK}`,
       load: loadavg().map(r2),
     };
   } finally {
@@ -996,7 +1021,7 @@ async function main(): Promise<void> {
   if (rows.length > 0) console.log('\n' + table);
   if (userspace) {
     console.log(
-      `\nuserspace: direct ${userspace.directMiBps} MiB/s, through the proxy ${userspace.proxiedMiBps} MiB/s (medians), ratio ${userspace.ratio} (median of the rounds ${userspace.roundRatios.join(', ')}; ${userspace.mib} MiB per run); proxy CPU ${userspace.proxyCpuMsPerMiB} ms/MiB, sink ${userspace.sinkCpuMsPerMiB} ms/MiB; load ${userspace.load.join(' ')}`,
+      `\nuserspace: direct ${userspace.directMiBps} MiB/s, through the proxy ${userspace.proxiedMiBps} MiB/s (medians), ratio ${userspace.ratio} (median of the rounds ${userspace.roundRatios.join(', ')}; ${userspace.mib} MiB per run, ${userspace.harness}); proxy CPU ${userspace.proxyCpuMsPerMiB} ms/MiB, sink ${userspace.sinkCpuMsPerMiB} ms/MiB; load ${userspace.load.join(' ')}`,
     );
   }
   for (const s of skipped) console.log(`skipped: ${s}`);
