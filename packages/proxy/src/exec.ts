@@ -40,6 +40,16 @@ export interface RunningCommand {
   kill(): void;
 }
 
+/**
+ * Writes `chunk` to a started command's stdin; resolves once it has been handed on (for a pipe: the
+ * kernel has it), so the next chunk is produced while the command parses this one, and the chunk's
+ * memory may be written again. A write error (the command exited) resolves too: the command's result
+ * tells what happened.
+ */
+export function written(stdin: Writable, chunk: string | Uint8Array): Promise<void> {
+  return new Promise((resolve) => stdin.write(chunk, () => resolve()));
+}
+
 /** The first lines of what a command printed (stderr, else stdout), on one line; '' when nothing. */
 export function outputSummary(result: Pick<ExecResult, 'stdout' | 'stderr'>): string {
   return (result.stderr || result.stdout).trim().split('\n').slice(0, 6).join(' | ');

@@ -1,4 +1,3 @@
-import type { Writable } from 'node:stream';
 import {
   type ChangeSet,
   type CommandRunner,
@@ -9,6 +8,7 @@ import {
   type ProxyBackend,
   type ProxyState,
   type SyncResult,
+  written,
 } from '@nodelet/proxy';
 import type { Logger } from '@nodelet/kernel';
 import {
@@ -224,15 +224,6 @@ export class IptablesBackend implements ProxyBackend {
     }
     this.renderer.reset();
   }
-}
-
-/**
- * Resolves once `chunk` has been handed to the stream's destination (for a pipe: the kernel has it), so
- * its memory may be written again. A write error (the command exited) resolves too: the command's
- * result tells what happened.
- */
-function written(stdin: Writable, chunk: Buffer): Promise<void> {
-  return new Promise((resolve) => stdin.write(chunk, () => resolve()));
 }
 
 /** iptables-restore input that removes our jumps and chains from what `saved` shows; '' if none. */

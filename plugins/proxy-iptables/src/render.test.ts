@@ -2,6 +2,7 @@ import test from 'ava';
 import { createLogger } from '@nodelet/kernel';
 import { ChangeTracker, emptyChangeSet } from '@nodelet/proxy';
 import {
+  bulkTracker,
   conformanceServices,
   conformanceSlices,
   conformanceTracker,
@@ -111,25 +112,7 @@ test('a running renderer’s full render writes the same text as a fresh rendere
 });
 
 test('a streamed full render hands on the same bytes as a whole render, written into the same few blocks at any size', (t) => {
-  const tracker = new ChangeTracker(GOLDEN_NODE, createLogger({ sink: () => undefined }));
-  const services = 300;
-  for (let i = 0; i < services; i++) {
-    tracker.upsertService({
-      kind: 'Service',
-      metadata: { name: `svc-${i}`, namespace: 'ns' },
-      spec: { clusterIP: `10.96.${i >> 8}.${i & 255}`, ports: [{ name: 'http', port: 80 }] },
-    });
-    tracker.upsertEndpointSlice({
-      kind: 'EndpointSlice',
-      metadata: { name: `svc-${i}-1`, namespace: 'ns', labels: { 'kubernetes.io/service-name': `svc-${i}` } },
-      addressType: 'IPv4',
-      endpoints: Array.from({ length: 10 }, (_, j) => ({
-        addresses: [`10.1.${i >> 4}.${((i & 15) << 4) + j}`],
-      })),
-      ports: [{ name: 'http', port: 8080 }],
-    });
-  }
-  const { state } = tracker.commit();
+  const { state } = bulkTracker(300, 10, GOLDEN_NODE).commit();
   const kernel = { existingChains: new Set(['KUBE-SEP-STALESTALESTALE']), missingJumps: JUMP_RULES };
   const whole = new IptablesRenderer().render({ state, changes: emptyChangeSet(), full: true, ...kernel });
 

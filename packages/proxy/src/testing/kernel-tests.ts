@@ -53,6 +53,36 @@ export function conformanceTracker(node: NodeContext = defaultNodeContext(CONFOR
   return tracker;
 }
 
+/**
+ * A change tracker holding `services` ClusterIP services (namespace `ns`, port 80, 10.96.x.y) with
+ * `endpoints` ready endpoints each (port 8080): the shape the bench measures, small enough for a test
+ * whose rules must span several pieces of a streamed transaction.
+ */
+export function bulkTracker(
+  services: number,
+  endpoints = 10,
+  node: NodeContext = defaultNodeContext('node-a'),
+): ChangeTracker {
+  const tracker = new ChangeTracker(node, createLogger({ sink: () => undefined }));
+  for (let i = 0; i < services; i++) {
+    tracker.upsertService({
+      kind: 'Service',
+      metadata: { name: `svc-${i}`, namespace: 'ns' },
+      spec: { clusterIP: `10.96.${i >> 8}.${i & 255}`, ports: [{ name: 'http', port: 80 }] },
+    });
+    tracker.upsertEndpointSlice({
+      kind: 'EndpointSlice',
+      metadata: { name: `svc-${i}-1`, namespace: 'ns', labels: { 'kubernetes.io/service-name': `svc-${i}` } },
+      addressType: 'IPv4',
+      endpoints: Array.from({ length: endpoints }, (_, j) => ({
+        addresses: [`10.1.${i >> 4}.${((i & 15) << 4) + j}`],
+      })),
+      ports: [{ name: 'http', port: 8080 }],
+    });
+  }
+  return tracker;
+}
+
 export interface FaultyRunnerOptions {
   /** Which commands are the backend's transactions (`iptables-restore`, `nft -f`). */
   isTransaction: (command: string, args: readonly string[]) => boolean;
