@@ -1,22 +1,32 @@
-import { PassThrough } from 'node:stream';
+import { PassThrough, Writable } from 'node:stream';
 import test from 'ava';
 import { createLogger } from '@nodelet/kernel';
 import { type CommandRunner, emptyChangeSet, type ExecResult, type RunningCommand } from '@nodelet/proxy';
-import { conformanceTracker } from '@nodelet/proxy/testing';
-import { NftablesBackend } from './backend.js';
+import { bulkTracker, conformanceTracker } from '@nodelet/proxy/testing';
+import { NftablesBackend, renderNftables } from './backend.js';
+import { isServiceChain } from './names.js';
 
 const quiet = createLogger({ sink: () => undefined });
 
 /**
  * Plays the standby shell of a full sync: once its script is named, prints `listing` ended by its
- * status line (`code`), with `stderr` when it failed; records what it received.
+ * status line (`code`), with `stderr` when it failed; records what it received. Like a pipe, it takes
+ * each write some turns of the event loop later (the write's callback), and notes how many bytes were
+ * written after it and before it was taken.
  */
 class ListingShell implements CommandRunner {
-  readonly shells: { script?: string; input: string; killed: boolean }[] = [];
+  readonly shells: {
+    script?: string;
+    input: string;
+    writes: { bytes: number; queuedBehind: number }[];
+    killed: boolean;
+  }[] = [];
   constructor(
     private readonly code: number,
     private readonly stderr = '',
     private readonly listing = '',
+    /** Turns of the event loop before each piece of input is taken. */
+    private readonly takeAfter = 1,
   ) {}
 
   run(): Promise<ExecResult> {
@@ -24,20 +34,44 @@ class ListingShell implements CommandRunner {
   }
 
   start(): RunningCommand {
-    const shell = { script: undefined as string | undefined, input: '', killed: false };
+    const shell = {
+      script: undefined as string | undefined,
+      input: '',
+      writes: [] as { bytes: number; queuedBehind: number }[],
+      killed: false,
+    };
     this.shells.push(shell);
-    const stdin = new PassThrough();
     const stdout = new PassThrough();
     let done: (r: ExecResult) => void = () => undefined;
     const result = new Promise<ExecResult>((resolve) => (done = resolve));
-    stdin.on('data', (d: Buffer) => {
-      shell.input += d.toString();
-      if (shell.script !== undefined || !shell.input.includes('\n')) return;
-      shell.script = shell.input.slice(0, shell.input.indexOf('\n'));
-      shell.input = shell.input.slice(shell.script.length + 1);
-      stdout.write(`${this.listing}\n# nodelet: nft list exit ${this.code}\n`);
+    const stdin = new Writable({
+      write: (chunk: Buffer, _enc, cb) => {
+        let text = chunk.toString();
+        if (shell.script === undefined) {
+          // The shell's `read` takes the first line only.
+          shell.script = text.slice(0, text.indexOf('\n'));
+          text = text.slice(shell.script.length + 1);
+          stdout.write(`${this.listing}\n# nodelet: nft list exit ${this.code}\n`);
+          return cb();
+        }
+        shell.input += text;
+        let turns = this.takeAfter;
+        const take = () => {
+          if (--turns > 0) return void setImmediate(take);
+          shell.writes.push({
+            bytes: text.length,
+            // What the backend wrote while this piece waited (the stream queues it).
+            queuedBehind: stdin.writableLength - chunk.length,
+          });
+          cb();
+        };
+        setImmediate(take);
+      },
+      final: (cb) => {
+        done({ code: 0, stdout: '', stderr: '' });
+        cb();
+      },
     });
-    stdin.on('end', () => done({ code: 0, stdout: '', stderr: '' }));
     return {
       stdin,
       stdout,
@@ -83,4 +117,43 @@ test('a listing that fails: the shell is killed before any input, the error name
   );
   t.true(runner.shells[0]!.killed);
   t.is(runner.shells[0]!.input, '', 'nothing was written to nft -f');
+});
+
+test('a full sync writes the transaction while it renders it, at most 512 KiB ahead of nft', async (t) => {
+  // nft takes each piece only three turns of the event loop after it came: the render goes on meanwhile.
+  const runner = new ListingShell(0, '', '', 3);
+  const backend = new NftablesBackend({ runner, logger: quiet });
+  await backend.prepare();
+  const { state } = bulkTracker(600).commit();
+  const result = await backend.sync(state, emptyChangeSet(), true);
+  const [shell] = runner.shells;
+  t.is(shell!.input, renderNftables(state), 'the same bytes as the whole transaction');
+  t.is(result.bytes, shell!.input.length);
+  t.true(shell!.input.length > 1024 * 1024, `${shell!.input.length} bytes`);
+  for (const w of shell!.writes.slice(0, -1)) {
+    t.true(w.bytes >= 64 * 1024 && w.bytes < 80 * 1024, `a piece of ${w.bytes} bytes`);
+  }
+  const ahead = Math.max(...shell!.writes.map((w) => w.queuedBehind));
+  t.true(ahead >= 64 * 1024, `rendered on while nft read (at most ${ahead} bytes queued)`);
+  t.true(ahead <= (512 + 80) * 1024, `never far ahead of nft (${ahead} bytes queued)`);
+  await backend.stop();
+});
+
+test('a full sync into an existing table flushes the chains the kernel has, and only those', async (t) => {
+  const kept = 'service-LPBTB7PB-conformance/web/tcp/http';
+  const stale = 'endpoint-STALESTA-conformance/gone/tcp/__10.0.0.1/80';
+  const listing = `table ip kube-proxy {\n\tchain services {\n\t}\n\tchain ${kept} {\n\t}\n\tchain ${stale} {\n\t}\n}\n`;
+  const runner = new ListingShell(0, '', listing);
+  const backend = new NftablesBackend({ runner, logger: quiet });
+  await backend.prepare();
+  await backend.sync(conformanceTracker().commit().state, emptyChangeSet(), true);
+  const lines = runner.shells[0]!.input.split('\n');
+  t.deepEqual(
+    lines.filter((l) => l.startsWith('flush chain ') && isServiceChain(l.split(' ')[4]!)),
+    [`flush chain ip kube-proxy ${stale}`, `flush chain ip kube-proxy ${kept}`].sort(),
+    'a chain the kernel does not have yet is made, not flushed (nft refuses to flush what does not exist)',
+  );
+  t.true(lines.includes(`delete chain ip kube-proxy ${stale}`));
+  t.false(lines.includes(`delete chain ip kube-proxy ${kept}`));
+  await backend.stop();
 });

@@ -1,4 +1,5 @@
 import { release } from 'node:os';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Logger } from '@nodelet/kernel';
 import {
   type ChangeSet,
@@ -15,9 +16,10 @@ import {
   statusLine,
   statusSections,
   type SyncResult,
+  written,
 } from '@nodelet/proxy';
 import { FAMILY, isAffinitySet, isServiceChain, TABLE } from './names.js';
-import { NftRenderer } from './render.js';
+import { type NftRenderOutput, NftRenderer } from './render.js';
 
 export interface NftablesBackendOptions {
   netns?: string;
@@ -47,6 +49,12 @@ function explain(err: unknown, text: string): Error {
     `${err.message}; line ${m[1]} of the transaction is: ${text.split('\n')[Number(m[1]) - 1]}`,
   );
 }
+
+/**
+ * Input a streamed full sync lets wait for nft: enough that nft never waits for the render between two
+ * pieces (a pipe holds 64 KiB), little beside the rules themselves.
+ */
+const QUEUED_INPUT = 512 * 1024;
 
 /**
  * What a full sync lists before its transaction, in one nft: every chain and set of the family, terse
@@ -184,38 +192,9 @@ export class NftablesBackend implements ProxyBackend {
         }),
       );
     }
-    // A full sync's listings run in the shell that then becomes its `nft -f -`.
-    const nft = doFull ? this.standby.run('full') : undefined;
-    let out: ReturnType<NftRenderer['render']>;
-    let fresh = false;
-    try {
-      const existing = doFull ? await this.existing(nft ? await this.listed(nft) : undefined) : undefined;
-      fresh = existing?.fresh ?? false;
-      out = this.renderer.render({
-        state,
-        changes,
-        full: doFull,
-        fresh,
-        deleteStaleNow: this.deleteStaleNow,
-        recreateBaseChains: doFull && !fresh && !this.recreated,
-        ...(existing && !existing.fresh
-          ? { existingChains: existing.chains, existingSets: existing.sets }
-          : {}),
-      });
-    } catch (err) {
-      nft?.kill();
-      throw err;
-    }
-    if (out.bytes > 0) {
-      try {
-        await this.apply(out.chunks, nft);
-      } catch (err) {
-        this.renderer.reset();
-        throw explain(err, out.text);
-      }
-    } else {
-      nft?.stdin.end(); // nothing to apply: the shell's `nft -f -` reads an empty input
-    }
+    const { out, fresh } = doFull
+      ? await this.fullSync(state, changes)
+      : { out: await this.partialSync(state, changes), fresh: false };
     if (doFull) this.recreated = true;
     if (out.deferredChains.length > 0) this.deferred = { chains: out.deferredChains, at: Date.now() };
     return {
@@ -227,17 +206,76 @@ export class NftablesBackend implements ProxyBackend {
     };
   }
 
-  /** One `nft -f -` transaction (in `started`, or the standby shell), its input written piece by piece. */
-  private async apply(chunks: readonly string[], started?: RunningCommand): Promise<void> {
-    const nft = started ?? this.standby.run('apply');
-    if (!nft) {
-      await runChecked(this.runner, 'nft', ['-f', '-'], { input: chunks.join('') });
-      return;
+  /** Only what changed, rendered whole, then one `nft -f -` (in the standby shell when there is one). */
+  private async partialSync(state: ProxyState, changes: ChangeSet): Promise<NftRenderOutput> {
+    const out = this.renderer.render({ state, changes, full: false, deleteStaleNow: this.deleteStaleNow });
+    if (out.bytes === 0) return out;
+    const nft = this.standby.run('apply');
+    if (nft) for (const c of out.chunks) nft.stdin.write(c);
+    await this.commit(out, nft);
+    return out;
+  }
+
+  /**
+   * Every rule: what exists is listed first (in the standby shell, which then becomes `nft -f -`), and
+   * the transaction goes into nft's stdin while it is rendered, so nft parses the first service ports
+   * while the last are produced. Anything that fails before the input ends kills nft: nothing applies.
+   */
+  private async fullSync(
+    state: ProxyState,
+    changes: ChangeSet,
+  ): Promise<{ out: NftRenderOutput; fresh: boolean }> {
+    const nft = this.standby.run('full');
+    let out: NftRenderOutput;
+    let fresh = false;
+    try {
+      const existing = await this.existing(nft ? await this.listed(nft) : undefined);
+      fresh = existing.fresh;
+      const steps = this.renderer.steps({
+        state,
+        changes,
+        full: true,
+        fresh,
+        deleteStaleNow: this.deleteStaleNow,
+        recreateBaseChains: !fresh && !this.recreated,
+        ...(existing.fresh ? {} : { existingChains: existing.chains, existingSets: existing.sets }),
+      });
+      let r = steps.next();
+      while (!r.done) {
+        if (nft) {
+          // Render on while nft reads what is queued (one turn of the event loop hands it to the pipe);
+          // wait for nft only when more than QUEUED_INPUT is waiting for it.
+          const taken = written(nft.stdin, r.value);
+          await (nft.stdin.writableLength > QUEUED_INPUT ? taken : nextTurn());
+        }
+        r = steps.next();
+      }
+      out = r.value;
+    } catch (err) {
+      nft?.kill();
+      this.renderer.reset();
+      throw err;
     }
-    for (const c of chunks) nft.stdin.write(c);
-    nft.stdin.end();
-    const result = await nft.result;
-    if (result.code !== 0) throw new CommandError('nft -f -', result);
+    await this.commit(out, nft);
+    return { out, fresh };
+  }
+
+  /**
+   * Ends a transaction whose input is in `nft`'s stdin, or without a standby shell runs `nft -f -` on
+   * the whole text; a refused transaction resets the renderer and the error names the failing line.
+   */
+  private async commit(out: NftRenderOutput, nft: RunningCommand | undefined): Promise<void> {
+    try {
+      if (!nft) await runChecked(this.runner, 'nft', ['-f', '-'], { input: out.text });
+      else {
+        nft.stdin.end();
+        const result = await nft.result;
+        if (result.code !== 0) throw new CommandError('nft -f -', result);
+      }
+    } catch (err) {
+      this.renderer.reset();
+      throw explain(err, out.text);
+    }
   }
 
   /** Deletes the `ip kube-proxy` table when it exists. */

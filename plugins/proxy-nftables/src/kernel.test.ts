@@ -9,7 +9,7 @@ import {
   kernelTests,
   NetnsTopology,
 } from '@nodelet/proxy/testing';
-import { NftablesBackend } from './backend.js';
+import { NftablesBackend, renderNftables } from './backend.js';
 
 // Real nftables inside network namespaces this test creates; never the host's own namespace.
 const kernelTest = await kernelTests(test, 'proxy-nftables kernel tests', ['nft']);
@@ -76,5 +76,52 @@ kernelTest(
     await backend.cleanup();
     t.notRegex(await topo.exec(topo.node, 'nft', ['list', 'tables']), /kube-proxy/);
     await backend.cleanup();
+  },
+);
+
+kernelTest(
+  'nftables: a proxy started again after a service was added writes it into the existing table',
+  async (t) => {
+    const topo = await NetnsTopology.create({ backends: 0 });
+    t.teardown(() => topo.destroy());
+    const runner = new HostCommandRunner(topo.node);
+    const quiet = createLogger({ sink: () => undefined });
+    const tr = conformanceTracker();
+    let c = tr.commit();
+    await new NftablesBackend({ runner, logger: quiet }).sync(c.state, c.changes, true);
+
+    // While no proxy runs, a service appears; the next proxy's first sync is a full one.
+    tr.upsertService({
+      kind: 'Service',
+      metadata: { name: 'added', namespace: 'conformance' },
+      spec: { clusterIP: '10.96.0.99', ports: [{ name: 'http', port: 80 }] },
+    });
+    tr.upsertEndpointSlice({
+      kind: 'EndpointSlice',
+      metadata: {
+        name: 'added-1',
+        namespace: 'conformance',
+        labels: { 'kubernetes.io/service-name': 'added' },
+      },
+      addressType: 'IPv4',
+      endpoints: [{ addresses: ['10.244.1.99'] }],
+      ports: [{ name: 'http', port: 8080 }],
+    });
+    c = tr.commit();
+    const restarted = new NftablesBackend({ runner, logger: quiet });
+    await restarted.prepare();
+    t.teardown(() => restarted.stop());
+    const result = await restarted.sync(c.state, c.changes, true);
+    t.notRegex(result.summary!, /new table/);
+    const table = await topo.exec(topo.node, 'nft', ['list', 'table', 'ip', 'kube-proxy']);
+    t.regex(table, /10\.96\.0\.99 \. tcp \. 80 : goto service-\S+-conformance\/added\/tcp\/http/);
+    t.regex(table, /dnat to 10\.244\.1\.99:8080/);
+    // Each chain once: as many dispatch and DNAT rules as the transaction for a new table has.
+    const count = (text: string) => [/numgen random mod/g, /dnat to/g].map((r) => text.match(r)?.length);
+    t.deepEqual(
+      count(table),
+      count(renderNftables(c.state)),
+      'the chains that existed were rewritten, not doubled',
+    );
   },
 );

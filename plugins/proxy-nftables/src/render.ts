@@ -71,27 +71,32 @@ const JUMPS = [
 const CHUNK_CHARS = 64 * 1024;
 
 /**
- * `groups` of lines as text, each line ending in a newline, in strings of about `CHUNK_CHARS`: never
- * one string of the whole transaction (megabytes, copied once more by every join) — the pieces are
- * written to nft's input one after another.
+ * Lines collected into strings of about `CHUNK_CHARS`, each line ending in a newline: never one string
+ * of the whole transaction (megabytes, copied once more by every join). A full sync writes each piece
+ * to nft's input as soon as it is made, while the next is rendered.
  */
-function chunkLines(groups: readonly (readonly string[])[]): string[] {
-  const chunks: string[] = [];
-  let pending: string[] = [];
-  let size = 0;
-  for (const lines of groups) {
+class LineChunks {
+  /** Every chunk taken so far, in order. */
+  readonly chunks: string[] = [];
+  private pending: string[] = [];
+  private size = 0;
+
+  add(lines: readonly string[]): void {
     for (const l of lines) {
-      pending.push(l);
-      size += l.length + 1;
-      if (size >= CHUNK_CHARS) {
-        chunks.push(pending.join('\n') + '\n');
-        pending = [];
-        size = 0;
-      }
+      this.pending.push(l);
+      this.size += l.length + 1;
     }
   }
-  if (pending.length > 0) chunks.push(pending.join('\n') + '\n');
-  return chunks;
+
+  /** The pending lines as one chunk once they fill one (whatever is pending when `last`). */
+  take(last = false): string | undefined {
+    if (this.pending.length === 0 || (!last && this.size < CHUNK_CHARS)) return undefined;
+    const chunk = this.pending.join('\n') + '\n';
+    this.pending = [];
+    this.size = 0;
+    this.chunks.push(chunk);
+    return chunk;
+  }
 }
 
 /** Where one render collects its output. */
@@ -170,10 +175,26 @@ export class NftRenderer {
     this.chainContent.clear();
   }
 
+  /** The whole transaction for `input` at once (partial syncs, golden files, tests). */
   render(input: NftRenderInput): NftRenderOutput {
+    const steps = this.steps(input);
+    let r = steps.next();
+    while (!r.done) r = steps.next();
+    return r.value;
+  }
+
+  /**
+   * Renders the transaction for `input`, yielding it in pieces of about 64 KiB. A full render yields
+   * each piece as soon as its service ports are rendered (the caller writes it to `nft -f -`, which
+   * parses it while the next is rendered): every chain that exists is flushed up front, so no later
+   * line changes an earlier one. A partial render decides its flushes per chain and yields at the end.
+   * After a failed transaction (or a render abandoned half way) call `reset()`.
+   */
+  *steps(input: NftRenderInput): Generator<string, NftRenderOutput, void> {
     const { state, changes } = input;
     const full = input.full || !this.ready;
     const fresh = full && !!input.fresh;
+    const text = new LineChunks();
     const setup: string[] = [];
     /** `flush chain` of existing chains about to be rewritten; then one `table { … }` block of chains. */
     const flushes: string[] = [];
@@ -183,15 +204,31 @@ export class NftRenderer {
     for (const store of Object.values(this.stores)) pending.set(store, { adds: [], deletes: [] });
     const out: RenderSink = { flushes, blocks, pending, full, fresh, statements: 0 };
 
-    let rerender: ServicePortState[];
     /** A partial render's changed and removed service ports, and the objects each had before. */
     const before = new Map<string, ServiceObjects | undefined>();
+    /** A full render's per-service chains in the kernel: what the listing showed, else what was written. */
+    let existing: string[] = [];
     if (full) {
       for (const s of Object.values(this.stores)) s.clear();
       this.objects.clear();
       this.chainContent.clear();
       this.setup(state.node, setup, fresh, !!input.recreateBaseChains);
-      rerender = sortedServicePorts(state);
+      if (!fresh) existing = [...(input.existingChains ?? this.appliedChains)].filter(isServiceChain).sort();
+      for (const c of existing) flushes.push(`flush chain ${T} ${c}`);
+      text.add(setup);
+      text.add(flushes);
+      let opened = false;
+      for (const p of sortedServicePorts(state)) {
+        this.objects.set(p.name, this.renderService(p, state.node, out));
+        if (blocks.length === 0) continue;
+        if (!opened) text.add([`table ${T} {`]);
+        opened = true;
+        text.add(blocks);
+        blocks.length = 0;
+        const chunk = text.take();
+        if (chunk) yield chunk;
+      }
+      if (opened) text.add(['}']);
     } else {
       for (const name of changes.removed) {
         before.set(name, this.objects.get(name));
@@ -201,25 +238,25 @@ export class NftRenderer {
         }
         this.objects.delete(name);
       }
-      rerender = sortedUpdatedPorts(state, changes);
+      const rerender = sortedUpdatedPorts(state, changes);
       for (const p of rerender) before.set(p.name, this.objects.get(p.name));
-    }
-    for (const p of rerender) {
-      const objs = this.renderService(p, state.node, out);
-      this.objects.set(p.name, objs);
+      for (const p of rerender) this.objects.set(p.name, this.renderService(p, state.node, out));
+      text.add(flushes);
+      if (blocks.length > 0) text.add([`table ${T} {`, ...blocks, '}']);
     }
 
     const { chains: staleChainSet, sets: staleSets } = full
-      ? this.staleAfterFull(input)
+      ? this.staleAfterFull(input, existing)
       : this.staleAfterPartial(before);
     const deferredChains: string[] = [];
     // Flush every stale chain before deleting any: stale chains reference each other (a service
-    // chain's vmap names its endpoint chains), and a referenced chain cannot be deleted.
+    // chain's vmap names its endpoint chains), and a referenced chain cannot be deleted. (A full
+    // render flushed every existing chain up front.)
     const staleChains = [...staleChainSet].sort();
     for (const c of staleChains) {
       this.chainContent.delete(c);
       this.appliedChains.delete(c);
-      tail.push(`flush chain ${T} ${c}`);
+      if (!full) tail.push(`flush chain ${T} ${c}`);
     }
     for (const c of staleChains) {
       if (input.deleteStaleNow ?? true) tail.push(`delete chain ${T} ${c}`);
@@ -235,22 +272,20 @@ export class NftRenderer {
       for (const c of elementCommands(T, store.name, adds, deletes)) elements.push(c);
       out.statements += adds.length + deletes.length;
     }
-    const chunks = chunkLines([
-      setup,
-      flushes,
-      ...(blocks.length > 0 ? [[`table ${T} {`], blocks, ['}']] : []),
-      elements,
-      tail,
-    ]);
+    text.add(elements);
+    text.add(tail);
+    const last = text.take(true);
+    if (last) yield last;
+    const { chunks } = text;
     let bytes = 0;
     for (const c of chunks) bytes += c.length;
-    let text: string | undefined;
+    let joined: string | undefined;
     const commands = setup.length + flushes.length + out.statements + tail.length;
     return {
       chunks,
       bytes,
       get text() {
-        return (text ??= chunks.join(''));
+        return (joined ??= chunks.join(''));
       },
       full,
       commands,
@@ -259,10 +294,14 @@ export class NftRenderer {
   }
 
   /**
-   * After a full render: per-service chains and affinity sets the kernel has (listed, or written by
-   * this renderer) that no service port uses now. Every object is indexed: a full render visits all.
+   * After a full render: the per-service chains `existing` names and the affinity sets the kernel has
+   * (listed, or written by this renderer) that no service port uses now. Every object is indexed: a
+   * full render visits all.
    */
-  private staleAfterFull(input: NftRenderInput): { chains: Set<string>; sets: Set<string> } {
+  private staleAfterFull(
+    input: NftRenderInput,
+    existing: readonly string[],
+  ): { chains: Set<string>; sets: Set<string> } {
     const activeChains = new Set<string>();
     const activeSets = new Set<string>();
     for (const o of this.objects.values()) {
@@ -271,10 +310,8 @@ export class NftRenderer {
     }
     const chains = new Set<string>();
     const sets = new Set<string>();
-    for (const c of [...this.appliedChains, ...(input.existingChains ?? [])]) {
-      if (isServiceChain(c) && !activeChains.has(c)) chains.add(c);
-    }
-    for (const s of [...this.appliedSets, ...(input.existingSets ?? [])]) {
+    for (const c of existing) if (!activeChains.has(c)) chains.add(c);
+    for (const s of input.fresh ? [] : (input.existingSets ?? this.appliedSets)) {
       if (isAffinitySet(s) && !activeSets.has(s)) sets.add(s);
     }
     this.appliedChains = activeChains;
@@ -510,9 +547,11 @@ export class NftRenderer {
         lines.length > 0 ? `\tchain ${name} {\n\t\t${lines.join('\n\t\t')}\n\t}` : `\tchain ${name} {\n\t}`;
       const before = this.chainContent.get(name);
       if (!out.full && before === block) continue;
-      // An existing chain is flushed first; a chain never written (or a fresh table) needs no flush.
-      const exists = out.full ? !out.fresh : before !== undefined || this.appliedChains.has(name);
-      if (exists) out.flushes.push(`flush chain ${T} ${name}`);
+      // An existing chain is flushed first; a chain never written needs no flush. (A full render
+      // flushes every chain the kernel has before it renders any.)
+      if (!out.full && (before !== undefined || this.appliedChains.has(name))) {
+        out.flushes.push(`flush chain ${T} ${name}`);
+      }
       const decl = setDecls.get(name);
       if (decl) out.blocks.push(decl);
       out.blocks.push(block);
