@@ -23,10 +23,11 @@
  *                of those pairs' ratios).
  *   (b) full     a new proxy's full sync into a fresh namespace (iptables: the restore starts, with
  *                iptables-save of what exists beside it in the same child, and the rules stream into
- *                it as they are rendered; nft: render, then nft -f) ÷ that same one-transaction apply
- *                (the floor). Goal ≤ 1.1. Also the floor with its text written in 64 KiB chunks, as a
- *                streamed sync writes (what streaming costs the kernel tool), and when nodelet's
- *                restore and that chunked floor had taken 10 %, 50 % and all of the input.
+ *                it as they are rendered; nft: one listing of what exists, then the transaction streams
+ *                into nft -f as it is rendered) ÷ that same one-transaction apply (the floor). Goal
+ *                ≤ 1.1. Also the floor with its text written in 64 KiB chunks, as a streamed sync
+ *                writes (what streaming costs the kernel tool), and when nodelet's restore and that
+ *                chunked floor had taken 10 %, 50 % and all of the input.
  *                For iptables also a running proxy's next full sync (one backend for all repeats, a
  *                fresh namespace each time, as after someone flushed the tables), and the new
  *                proxy's sync not streamed (save, render, restore in turn).
