@@ -1,5 +1,5 @@
 import { StringDecoder } from 'node:string_decoder';
-import type { CommandRunner, RunningCommand } from './exec.js';
+import { type CommandRunner, outputSummary, type RunningCommand } from './exec.js';
 
 const READ_SCRIPT_NAME = 'read -r script || exit 0';
 
@@ -144,4 +144,15 @@ export function statusSections(
       reject,
     );
   });
+}
+
+/**
+ * Kills a standby script whose first command (a listing) failed, before the tool it became applies
+ * anything, and returns what it printed on stderr, on one line ('' when nothing): the failing
+ * command's message, for the caller's error.
+ */
+export async function abandonWithStderr(running: RunningCommand): Promise<string> {
+  running.kill();
+  const result = await running.result.catch(() => undefined);
+  return result?.stderr ? outputSummary({ stdout: '', stderr: result.stderr }) : '';
 }

@@ -1,10 +1,10 @@
 import {
+  abandonWithStderr,
   type ChangeSet,
   type CommandRunner,
   CommandError,
   emptyChangeSet,
   HostCommandRunner,
-  outputSummary,
   type ProxyBackend,
   type ProxyState,
   type SyncResult,
@@ -187,12 +187,8 @@ export class IptablesBackend implements ProxyBackend {
       }
       out = r.value;
     } catch (err) {
-      restore.kill();
-      const result = await restore.result.catch(() => undefined);
-      if (err instanceof SaveFailed) {
-        const detail = result ? outputSummary({ stdout: '', stderr: result.stderr }) : '';
-        throw new Error(detail ? `${err.message}: ${detail}` : err.message);
-      }
+      const detail = await abandonWithStderr(restore);
+      if (err instanceof SaveFailed && detail) throw new Error(`${err.message}: ${detail}`);
       throw err;
     }
     restore.stdin.end();

@@ -2,12 +2,12 @@ import { release } from 'node:os';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import type { Logger } from '@nodelet/kernel';
 import {
+  abandonWithStderr,
   type ChangeSet,
   type CommandRunner,
   CommandError,
   emptyChangeSet,
   HostCommandRunner,
-  outputSummary,
   type ProxyBackend,
   type ProxyState,
   runChecked,
@@ -146,9 +146,8 @@ export class NftablesBackend implements ProxyBackend {
       (err: Error) => err,
     );
     if (!(section instanceof Error) && section.code === 0) return section.text;
-    running.kill();
-    const result = await running.result.catch(() => undefined);
-    const detail = result?.stderr ? `: ${outputSummary({ stdout: '', stderr: result.stderr })}` : '';
+    const stderr = await abandonWithStderr(running);
+    const detail = stderr ? `: ${stderr}` : '';
     const why =
       section instanceof Error ? `gave no status (${section.message})` : `exited with code ${section.code}`;
     throw new Error(`nft ${LISTING[0]} '${LISTING[1]}' ${why}${detail}`);
