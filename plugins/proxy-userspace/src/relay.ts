@@ -8,8 +8,8 @@ const MAX_READ = 512 * 1024;
 /**
  * Reads of one direction of a relayed connection, into a buffer of this direction's own, each read
  * written on to `target()` at once. The buffer is reused for the next read, so while a write is still
- * pending (the kernel did not take all of it), reading stops and resumes when the target drains: that
- * is the backpressure, and the guarantee that a pending write's bytes are not overwritten. No Buffer
+ * pending (the kernel did not take all of it), reading stops and resumes when that write completes:
+ * that is the backpressure, and the guarantee that a pending write's bytes are not overwritten. No Buffer
  * is allocated per read, and no stream machinery sits between the two sockets.
  */
 export function relayReads(source: () => Socket, target: () => Socket): OnReadOpts {
@@ -21,10 +21,13 @@ export function relayReads(source: () => Socket, target: () => Socket): OnReadOp
     callback: (n, buf) => {
       if (n === buf.length) size = Math.min(size * 4, MAX_READ);
       else if (n < buf.length / 16) size = MIN_READ;
+      // Resume on this write's own callback, not on 'drain': a write under the socket's high-water
+      // mark (16 KiB) that stays pending is never followed by a 'drain' event.
+      let waiting = false;
       const to = target();
-      to.write(buf.subarray(0, n));
-      if (to.writableLength === 0) return true;
-      to.once('drain', resume);
+      to.write(buf.subarray(0, n), () => waiting && resume());
+      if (to.writableLength === 0) return true; // taken at once (its callback comes on the next tick)
+      waiting = true;
       return false;
     },
   };
