@@ -51,8 +51,8 @@ function explain(err: unknown, text: string): Error {
 }
 
 /**
- * Input a streamed full sync lets wait for nft: enough that nft never waits for the render between two
- * pieces (a pipe holds 64 KiB), little beside the rules themselves.
+ * Input a streamed full sync lets wait for nft while it renders on: when nft reads slower than the
+ * render, this much is queued beyond the pipe (64 KiB) before the render waits for nft.
  */
 const QUEUED_INPUT = 512 * 1024;
 
