@@ -824,6 +824,15 @@ async function freePort(): Promise<number> {
   return port;
 }
 
+/** Whether `iperf3 --version` runs (checked before any part of the bench, not after the kernel's). */
+function iperfInstalled(): Promise<boolean> {
+  return new Promise((resolve) => {
+    const child = spawn('iperf3', ['--version'], { stdio: 'ignore' });
+    child.once('error', () => resolve(false));
+    child.once('close', (code) => resolve(code === 0));
+  });
+}
+
 /** `iperf3 -s` on 127.0.0.1, in the foreground as a child of this process: the sink of every transfer. */
 async function startIperfServer(): Promise<{ child: ChildProcess; port: number }> {
   const port = await freePort();
@@ -974,6 +983,9 @@ async function main(): Promise<void> {
   const userspaceMode = args.userspace;
   if (!['on', 'off', 'only'].includes(userspaceMode)) {
     throw new Error(`--userspace must be on, off or only, not ${userspaceMode}`);
+  }
+  if (userspaceMode !== 'off' && !(await iperfInstalled())) {
+    throw new Error('--userspace on|only needs iperf3 (apt-get install iperf3); or pass --userspace off');
   }
   const kernelBackends = userspaceMode === 'only' ? [] : backends;
   if (kernelBackends.length > 0) {
