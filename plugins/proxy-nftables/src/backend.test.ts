@@ -22,11 +22,16 @@ class ListingShell implements CommandRunner {
     killed: boolean;
   }[] = [];
   constructor(
-    private readonly code: number,
-    private readonly stderr = '',
-    private readonly listing = '',
-    /** Turns of the event loop before each piece of input is taken. */
-    private readonly takeAfter = 1,
+    private readonly shell: {
+      /** The listing's exit code, and its stderr when it failed. */
+      code?: number;
+      stderr?: string;
+      listing?: string;
+      /** Turns of the event loop before each piece of input is taken. */
+      takeAfter?: number;
+      /** How `nft -f -` ends once its input is complete. */
+      applied?: ExecResult;
+    } = {},
   ) {}
 
   run(): Promise<ExecResult> {
@@ -51,11 +56,11 @@ class ListingShell implements CommandRunner {
           // The shell's `read` takes the first line only.
           shell.script = text.slice(0, text.indexOf('\n'));
           text = text.slice(shell.script.length + 1);
-          stdout.write(`${this.listing}\n# nodelet: nft list exit ${this.code}\n`);
+          stdout.write(`${this.shell.listing ?? ''}\n# nodelet: nft list exit ${this.shell.code ?? 0}\n`);
           return cb();
         }
         shell.input += text;
-        let turns = this.takeAfter;
+        let turns = this.shell.takeAfter ?? 1;
         const take = () => {
           if (--turns > 0) return void setImmediate(take);
           shell.writes.push({
@@ -68,7 +73,7 @@ class ListingShell implements CommandRunner {
         setImmediate(take);
       },
       final: (cb) => {
-        done({ code: 0, stdout: '', stderr: '' });
+        done(this.shell.applied ?? { code: 0, stdout: '', stderr: '' });
         cb();
       },
     });
@@ -78,14 +83,14 @@ class ListingShell implements CommandRunner {
       result,
       kill: () => {
         shell.killed = true;
-        done({ code: 137, stdout: '', stderr: this.stderr });
+        done({ code: 137, stdout: '', stderr: this.shell.stderr ?? '' });
       },
     };
   }
 }
 
 test('a full sync lists what exists in the shell that becomes its nft -f, started before the sync', async (t) => {
-  const runner = new ListingShell(0);
+  const runner = new ListingShell();
   const backend = new NftablesBackend({ runner, logger: quiet });
   await backend.prepare();
   t.is(runner.shells.length, 1);
@@ -98,7 +103,7 @@ test('a full sync lists what exists in the shell that becomes its nft -f, starte
 
   // A table that exists is not made anew: its chains and sets are in the listing.
   const again = new NftablesBackend({
-    runner: new ListingShell(0, '', 'table ip kube-proxy {\n\tchain services {\n\t}\n}\n'),
+    runner: new ListingShell({ listing: 'table ip kube-proxy {\n\tchain services {\n\t}\n}\n' }),
     logger: quiet,
   });
   const existing = await again.sync(conformanceTracker().commit().state, emptyChangeSet(), true);
@@ -106,7 +111,10 @@ test('a full sync lists what exists in the shell that becomes its nft -f, starte
 });
 
 test('a listing that fails: the shell is killed before any input, the error names the listing', async (t) => {
-  const runner = new ListingShell(1, 'Error: Could not process rule: Operation not permitted');
+  const runner = new ListingShell({
+    code: 1,
+    stderr: 'Error: Could not process rule: Operation not permitted',
+  });
   const backend = new NftablesBackend({ runner, logger: quiet });
   const err = await t.throwsAsync(() =>
     backend.sync(conformanceTracker().commit().state, emptyChangeSet(), true),
@@ -121,7 +129,7 @@ test('a listing that fails: the shell is killed before any input, the error name
 
 test('a full sync writes the transaction while it renders it, at most 512 KiB ahead of nft', async (t) => {
   // nft takes each piece only three turns of the event loop after it came: the render goes on meanwhile.
-  const runner = new ListingShell(0, '', '', 3);
+  const runner = new ListingShell({ takeAfter: 3 });
   const backend = new NftablesBackend({ runner, logger: quiet });
   await backend.prepare();
   const { state } = bulkTracker(600).commit();
@@ -143,7 +151,7 @@ test('a full sync into an existing table flushes the chains the kernel has, and 
   const kept = 'service-LPBTB7PB-conformance/web/tcp/http';
   const stale = 'endpoint-STALESTA-conformance/gone/tcp/__10.0.0.1/80';
   const listing = `table ip kube-proxy {\n\tchain services {\n\t}\n\tchain ${kept} {\n\t}\n\tchain ${stale} {\n\t}\n}\n`;
-  const runner = new ListingShell(0, '', listing);
+  const runner = new ListingShell({ listing });
   const backend = new NftablesBackend({ runner, logger: quiet });
   await backend.prepare();
   await backend.sync(conformanceTracker().commit().state, emptyChangeSet(), true);
@@ -155,5 +163,19 @@ test('a full sync into an existing table flushes the chains the kernel has, and 
   );
   t.true(lines.includes(`delete chain ip kube-proxy ${stale}`));
   t.false(lines.includes(`delete chain ip kube-proxy ${kept}`));
+  await backend.stop();
+});
+
+test('a refused full sync names the line of its streamed transaction nft stopped at', async (t) => {
+  const state = conformanceTracker().commit().state;
+  const stderr = '/dev/stdin:3:1-9: Error: Could not process rule: Operation not permitted\n';
+  const runner = new ListingShell({ applied: { code: 1, stdout: '', stderr } });
+  const backend = new NftablesBackend({ runner, logger: quiet });
+  await backend.prepare();
+  const err = await t.throwsAsync(() => backend.sync(state, emptyChangeSet(), true));
+  t.is(
+    err!.message,
+    `nft -f - exited with code 1: ${stderr.trim()}; line 3 of the transaction is: ${renderNftables(state).split('\n')[2]}`,
+  );
   await backend.stop();
 });

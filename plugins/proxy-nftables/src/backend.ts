@@ -44,10 +44,9 @@ export function kernelAtLeast(major: number, minor: number, version = release())
 function explain(err: unknown, text: string): Error {
   if (!(err instanceof CommandError)) return err as Error;
   const m = /\/dev\/stdin:(\d+):/.exec(err.result.stderr);
-  if (!m) return err;
-  return new Error(
-    `${err.message}; line ${m[1]} of the transaction is: ${text.split('\n')[Number(m[1]) - 1]}`,
-  );
+  const line = m ? text.split('\n')[Number(m[1]) - 1] : undefined;
+  if (!line) return err; // not a line of ours (input added after it, as a test seam does)
+  return new Error(`${err.message}; line ${m![1]} of the transaction is: ${line}`);
 }
 
 /**

@@ -15,7 +15,7 @@ import { NftablesBackend, renderNftables } from './backend.js';
 const kernelTest = await kernelTests(test, 'proxy-nftables kernel tests', ['nft']);
 
 kernelTest(
-  'nftables: fresh table, incremental transaction, failed transaction keeps the table, resync, cleanup',
+  'nftables: fresh table, incremental transaction, failed partial and full transactions keep the table, resync, cleanup',
   async (t) => {
     const topo = await NetnsTopology.create({ backends: 0 });
     t.teardown(() => topo.destroy());
@@ -64,6 +64,14 @@ kernelTest(
     const err = await t.throwsAsync(() => backend.sync(c.state, c.changes, false));
     t.regex(err!.message, /nft -f - exited with code 1: .*no-such-chain/);
     t.is(await list(), noSticky, 'the failed transaction changed nothing');
+    // A refused full sync (streamed into nft while rendered): nft's message names the failing line.
+    runner.failNext = true;
+    const fullErr = await t.throwsAsync(() => backend.sync(c.state, c.changes, true));
+    t.regex(
+      fullErr!.message,
+      /^nft -f - exited with code 1: \/dev\/stdin:\d+:.*No such file or directory \| add rule ip kube-proxy services goto no-such-chain \|/,
+    );
+    t.is(await list(), noSticky, 'the refused full transaction changed nothing');
     await backend.sync(c.state, c.changes, true);
     const resynced = await list();
     t.notRegex(resynced, /10\.96\.0\.10/);
