@@ -80,6 +80,7 @@ import {
   type ServicePortState,
   StandbyShell,
   systemEnv,
+  written,
 } from '@nodelet/proxy';
 import { NetnsTopology, netnsSupport } from '@nodelet/proxy/testing';
 import {
@@ -347,9 +348,7 @@ function floorStandby(ns: string, [command, cmdArgs]: [string, string[]]) {
       if (chunked) {
         runner.progress = chunked.progress(t0);
         for (let o = 0; o < input.length; o += 64 * 1024) {
-          await new Promise<void>((resolve) =>
-            running.stdin.write(input.subarray(o, o + 64 * 1024), () => resolve()),
-          );
+          await written(running.stdin, input.subarray(o, o + 64 * 1024));
         }
         running.stdin.end();
       } else {
@@ -837,7 +836,7 @@ function iperfInstalled(): Promise<boolean> {
 async function startIperfServer(): Promise<{ child: ChildProcess; port: number }> {
   const port = await freePort();
   const child = spawn('iperf3', ['-s', '--forceflush', '-B', '127.0.0.1', '-p', String(port)], {
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', 'pipe', 'inherit'],
   });
   await new Promise<void>((resolve, reject) => {
     child.once('error', (e) =>
@@ -971,10 +970,20 @@ async function benchUserspace(mb: number, rounds: number): Promise<UserspaceResu
   }
 }
 
+/** A flag's value as a whole number ≥ 1; a clear error naming the flag otherwise. */
+function positiveInt(flag: string, value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`--${flag} must be a whole number ≥ 1, not '${value}'`);
+  return n;
+}
+
 async function main(): Promise<void> {
   placement = CpuPlacement.fromFlag(args['kernel-cpu']);
-  const sizes = args.services.split(',').map(Number);
-  const e = Number(args.endpoints);
+  const sizes = args.services.split(',').map((v) => positiveInt('services', v));
+  const e = positiveInt('endpoints', args.endpoints);
+  if (args.repeat !== undefined) positiveInt('repeat', args.repeat);
+  const userspaceMb = positiveInt('userspace-mb', args['userspace-mb']);
+  const userspaceRounds = positiveInt('userspace-rounds', args['userspace-rounds']);
   const backends = args.backends.split(',').filter(Boolean) as BackendName[];
   const unknown = backends.filter((b) => !BACKENDS.includes(b));
   if (unknown.length > 0) {
@@ -992,7 +1001,7 @@ async function main(): Promise<void> {
     const support = await netnsSupport();
     if (!support.ok) throw new Error(`the proxy bench needs root and ip netns: ${support.reason}`);
   }
-  const changes = Number(args.changes);
+  const changes = positiveInt('changes', args.changes);
   const rows: Row[] = [];
   const skipped: string[] = [];
   const loadStart = loadavg();
@@ -1020,7 +1029,7 @@ async function main(): Promise<void> {
   let userspace: UserspaceResult | undefined;
   if (userspaceMode !== 'off') {
     console.log('  userspace: bulk TCP throughput …');
-    userspace = await benchUserspace(Number(args['userspace-mb']), Number(args['userspace-rounds']));
+    userspace = await benchUserspace(userspaceMb, userspaceRounds);
   }
 
   const table = [
