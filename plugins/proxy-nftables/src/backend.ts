@@ -45,7 +45,7 @@ function explain(err: unknown, text: string): Error {
   if (!(err instanceof CommandError)) return err as Error;
   const m = /\/dev\/stdin:(\d+):/.exec(err.result.stderr);
   const line = m ? text.split('\n')[Number(m[1]) - 1] : undefined;
-  if (!line) return err; // not a line of ours (input added after it, as a test seam does)
+  if (!line) return err; // not a line nodelet wrote: nft's own quote is all there is
   return new Error(`${err.message}; line ${m![1]} of the transaction is: ${line}`);
 }
 
