@@ -10,8 +10,9 @@ import { systemEnv } from '@nodelet/proxy';
 import {
   conformanceServices,
   conformanceSlices,
+  declareUnavailable,
+  kernelUnavailable,
   NetnsTopology,
-  netnsSupport,
   tally,
   WEB,
 } from '@nodelet/proxy/testing';
@@ -21,7 +22,8 @@ import { parseGoDuration, parseProxyArgs, proxyHelp, resolveProxySetup } from '.
 
 const main = fileURLToPath(new URL('./main.js', import.meta.url));
 // Checked before any test is declared (ava wants every declaration in the first tick after this).
-const support = await netnsSupport();
+// The end-to-end test runs iptables-legacy, then nftables: both tools must be there.
+const e2eMissing = await kernelUnavailable(['iptables-legacy-restore', 'nft']);
 
 test('flags: mode, durations, back end; bad values are one clear line', async (t) => {
   const logger = createLogger({ sink: () => undefined });
@@ -201,12 +203,8 @@ test('one nodelet.yaml serves the kubelet and the proxy: nodelet kubelet --confi
 });
 
 // End to end, as an operator runs it: the CLI process runs inside the node namespace of a topology.
-if (!support.ok) {
-  if (process.env.CI === 'true')
-    test('nodelet proxy end to end needs root and ip netns', (t) => t.fail(support.reason));
-  else console.log(`# nodelet proxy: skipping end-to-end tests (${support.reason})`);
-}
-const e2e = support.ok ? test.serial : test.serial.skip;
+if (e2eMissing) declareUnavailable(test, 'nodelet proxy end-to-end tests', e2eMissing);
+const e2e = e2eMissing ? () => undefined : test.serial;
 
 function startProxy(topo: NetnsTopology, args: string[]): { child: ChildProcess; output: () => string } {
   let out = '';

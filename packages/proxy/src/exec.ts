@@ -67,8 +67,9 @@ export class CommandError extends Error {
 }
 
 /**
- * PATH for the kernel tools: the system directories first. Under `npx`/npm scripts, node_modules/.bin
- * comes first in PATH, and an npm package there may shadow a system tool (@vercel/nft installs `nft`).
+ * PATH for the kernel tools: the system directories first, and no `node_modules/.bin`. Under
+ * `npx`/npm scripts those come first in PATH, and an npm package there may shadow a system tool: ava
+ * depends on @vercel/nft, whose `nft` would "succeed" at every transaction on a host without nftables.
  */
 export const SYSTEM_PATH = [
   '/usr/local/sbin',
@@ -80,7 +81,10 @@ export const SYSTEM_PATH = [
 ].join(':');
 
 export function systemEnv(env: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
-  return { ...env, PATH: env.PATH ? `${SYSTEM_PATH}:${env.PATH}` : SYSTEM_PATH };
+  const rest = (env.PATH ?? '')
+    .split(':')
+    .filter((dir) => dir !== '' && !/\/node_modules\/\.bin\/?$/.test(dir));
+  return { ...env, PATH: [SYSTEM_PATH, ...rest].join(':') };
 }
 
 /** Runs commands on this host, or inside network namespace `netns` when given. */

@@ -2,6 +2,7 @@ import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { systemEnv } from '@nodelet/proxy';
+import { deleteAtExit, forgetAtExit } from '@nodelet/proxy/testing';
 import { kubectlPath, type NodeletUp, run } from '../e2e-containerd/nodelet-up.js';
 import { MAIN, type RunResult } from '../test-helpers.js';
 
@@ -20,6 +21,7 @@ export class TestNetns {
     const ns = new TestNetns(`nlp-${randomBytes(3).toString('hex')}-up`);
     const add = await run(undefined, 'ip', ['netns', 'add', ns.name]);
     if (add.code !== 0) throw new Error(`ip netns add ${ns.name}: ${add.stderr}`);
+    deleteAtExit(ns.name);
     const lo = await run(ns.name, 'ip', ['link', 'set', 'lo', 'up']);
     if (lo.code !== 0) {
       await ns.destroy();
@@ -39,6 +41,7 @@ export class TestNetns {
       }
     }
     await run(undefined, 'ip', ['netns', 'del', this.name]);
+    forgetAtExit(this.name);
   }
 }
 

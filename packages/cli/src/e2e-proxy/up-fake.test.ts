@@ -1,6 +1,6 @@
 import { rmSync } from 'node:fs';
 import test from 'ava';
-import { netnsSupport } from '@nodelet/proxy/testing';
+import { declareUnavailable, kernelUnavailable, netnsSupport } from '@nodelet/proxy/testing';
 import { NodeletUp, requireKubectl, run } from '../e2e-containerd/nodelet-up.js';
 import { freePort, pollUntil } from '../test-helpers.js';
 import { dnatTargets, kubeChains, natRules, nodeletProxy, SliceWatch, TestNetns } from './cluster.js';
@@ -33,9 +33,20 @@ if (!isRoot && process.env.CI === 'true') {
     t.fail('run the suite as root: nodelet up --proxy-mode iptables programs a network namespace'));
 }
 
+// iptables mode needs the iptables tools (inside the test's namespace, as on the host).
+const iptablesMissing =
+  isRoot && netns.ok
+    ? await kernelUnavailable(['iptables-nft-restore', 'iptables-legacy-restore'])
+    : undefined;
+if (iptablesMissing) declareUnavailable(test, 'nodelet up iptables proxy end-to-end tests', iptablesMissing);
+
 type Mode = 'iptables' | 'userspace';
 const modes: Mode[] =
-  kubectl && (netns.ok || !isRoot) ? (isRoot ? ['iptables', 'userspace'] : ['userspace']) : [];
+  kubectl && (netns.ok || !isRoot)
+    ? isRoot && !iptablesMissing
+      ? ['iptables', 'userspace']
+      : ['userspace']
+    : [];
 
 /** Services in these tests select pods labelled app=<this>. */
 const APP = 'web';
@@ -150,7 +161,37 @@ for (const mode of modes) {
     }
   }
 
-  /** The cluster of this mode, started by its first test (so the modes' clusters run one at a time). */
+  /** The cluster of this mode, started by the first test that needs it (the modes' clusters run one at a time). */
+  let started: Promise<NodeletUp> | undefined;
+  const cluster = () => (started ??= startCluster());
+
+  /**
+   * What the later tests start from, made here when no earlier test left it: the Service `web` and its
+   * pod web-3 Running with an IP. Returns web-3's IP.
+   */
+  async function workload(): Promise<string> {
+    const up = await cluster();
+    if (!ctx.clusterIP) {
+      ctx.port = await freePort();
+      await up.kubectlOk(['apply', '-f', '-'], service('web', ctx.port));
+      ctx.clusterIP = (
+        await up.kubectlOk(['get', 'service', 'web', '-o', 'jsonpath={.spec.clusterIP}'])
+      ).trim();
+    }
+    if (!ctx.ips.has('web-3')) {
+      await up.kubectlOk(['apply', '-f', '-'], pod('web-3'));
+      const ip3 = await pollUntil(
+        'web-3 Running with an IP',
+        async () => (await up.podIPs(`app=${APP}`)).get('web-3'),
+        { timeoutMs: 30_000 },
+      );
+      ctx.ips.set('web-3', ip3);
+    }
+    const ip3 = ctx.ips.get('web-3')!;
+    await waitView('the rules of web-3', expected([ip3]));
+    return ip3;
+  }
+
   async function startCluster(): Promise<NodeletUp> {
     if (mode === 'iptables' || isRoot) ctx.ns = await TestNetns.create();
     // A low minSyncPeriod: the measurement below is of the pipeline (watch, change tracker, rule
@@ -177,7 +218,7 @@ for (const mode of modes) {
   test.serial(
     `${mode}: kubectl apply a Service and pods, the ClusterIP gets ${mode === 'iptables' ? 'DNAT rules to the pods' : 'a listener'}; deleting and adding pods changes them within 1 s of the EndpointSlice change`,
     async (t) => {
-      const up = await startCluster();
+      const up = await cluster();
       t.regex(
         up.stdout(),
         new RegExp(
@@ -258,9 +299,8 @@ ports: [{name: http, port: ${port}, protocol: TCP}]
   test.serial(
     `${mode}: a bad EndpointSlice is logged once and skipped, the rules of its last good version stay; a Service of another proxy gets none`,
     async (t) => {
+      const ip3 = await workload();
       const up = ctx.up!;
-      const ip3 = ctx.ips.get('web-3');
-      if (!ip3) return t.fail('needs the Service of the previous test');
       // A slice added by hand (as for endpoints outside the cluster), then broken by an update.
       await up.kubectlOk(['apply', '-f', '-'], slice('web-extra', '10.244.99.9', 8080));
       await waitView('the extra endpoint', expected([ip3, '10.244.99.9']));
@@ -325,9 +365,8 @@ ports: [{name: http, port: ${port}, protocol: TCP}]
       ? 'iptables: the rules stay in force when nodelet up stops; nodelet proxy --cleanup removes every rule'
       : 'userspace: nothing outlives the process: the listener closes when nodelet up stops',
     async (t) => {
+      const ip3 = await workload();
       const up = ctx.up!;
-      const ip3 = ctx.ips.get('web-3');
-      if (!ip3) return t.fail('needs the Service of the first test');
       ctx.watch?.stop();
       const exit = await up.stop();
       t.is(exit.code, 0, up.stderr().slice(-2000));

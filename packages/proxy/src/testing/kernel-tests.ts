@@ -10,22 +10,32 @@ import { commandExists, netnsSupport } from './netns.js';
 
 /**
  * The rule for tests that need the real kernel (root, `ip netns`, the backend's tools) when it is not
- * there: under CI=true one test that fails and says why; elsewhere one line saying what is skipped.
+ * there: under CI=true one test that fails and says why; elsewhere one skipped test whose title says
+ * what is skipped and why (a file must declare a test, or ava reports "No tests found").
  */
 export function declareUnavailable<C>(test: TestFn<C>, what: string, reason: string): void {
   if (process.env.CI === 'true') {
     test(`${what}: need root and network namespaces`, (t) =>
       t.fail(`CI=true, but ${what} cannot run here: ${reason}`));
   } else {
-    console.log(`# skipping ${what} (${reason})`);
+    test.skip(`${what}: skipped, ${reason}`, () => undefined);
   }
+}
+
+/** The Debian package that installs a kernel tool the tests use. */
+function packageOf(tool: string): string {
+  if (tool.startsWith('iptables')) return 'iptables';
+  if (tool === 'nft') return 'nftables';
+  if (tool === 'ip') return 'iproute2';
+  return tool;
 }
 
 /** Why kernel tests cannot run here (no root, no `ip netns`, a tool missing); undefined when they can. */
 export async function kernelUnavailable(tools: readonly string[] = []): Promise<string | undefined> {
   const support = await netnsSupport();
   if (!support.ok) return support.reason!;
-  for (const tool of tools) if (!(await commandExists(tool))) return `${tool} is not installed`;
+  for (const tool of tools)
+    if (!(await commandExists(tool))) return `${tool} is not installed (apt-get install ${packageOf(tool)})`;
   return undefined;
 }
 

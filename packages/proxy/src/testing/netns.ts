@@ -1,4 +1,4 @@
-import { execFile, spawn } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { randomBytes, randomInt } from 'node:crypto';
 import { promisify } from 'node:util';
 import { systemEnv } from '../exec.js';
@@ -48,8 +48,49 @@ export async function commandExists(command: string): Promise<boolean> {
   }
 }
 
-/** A TCP server in a backend namespace that answers each connection with its name. */
+/**
+ * Namespaces a test made and has not deleted yet. Should the test process end before its teardown (ava's
+ * timeout, an uncaught error), an exit hook kills what runs inside them and deletes them, so no
+ * namespace or helper outlives the run.
+ */
+const liveNamespaces = new Set<string>();
+let exitHookInstalled = false;
+
+/** Registers namespace `ns` for deletion at process exit; `forgetAtExit` when the test deleted it. */
+export function deleteAtExit(ns: string): void {
+  liveNamespaces.add(ns);
+  if (exitHookInstalled) return;
+  exitHookInstalled = true;
+  process.on('exit', () => {
+    for (const name of [...liveNamespaces].reverse()) {
+      const sync = (args: string[]) =>
+        execFileSync('ip', args, { env: systemEnv(), encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+      try {
+        for (const pid of sync(['netns', 'pids', name]).split('\n').filter(Boolean)) {
+          try {
+            process.kill(Number(pid), 'SIGKILL');
+          } catch {
+            // already gone
+          }
+        }
+        sync(['netns', 'del', name]);
+      } catch {
+        // already deleted
+      }
+    }
+  });
+}
+
+export function forgetAtExit(ns: string): void {
+  liveNamespaces.delete(ns);
+}
+
+/**
+ * A TCP server in a backend namespace that answers each connection with its name. It exits when its
+ * stdin closes, so it never outlives the test process that started it.
+ */
 const SERVER = `
+process.stdin.on('end', () => process.exit(0)).resume();
 const net = require('node:net');
 const [name, port] = process.argv.slice(1);
 const s = net.createServer((c) => { c.on('error', () => {}); c.end(name + '\\n'); });
@@ -139,6 +180,7 @@ export class NetnsTopology {
     for (const ns of [this.node, this.client, ...this.backends]) {
       await run('ip', ['netns', 'add', ns]);
       this.created.push(ns);
+      deleteAtExit(ns);
       await this.exec(ns, 'ip', ['link', 'set', 'lo', 'up']);
     }
     await this.exec(this.node, 'sysctl', ['-qw', 'net.ipv4.ip_forward=1']);
@@ -190,7 +232,7 @@ export class NetnsTopology {
     for (const [i, ns] of this.backends.entries()) {
       const name = `b${i + 1}`;
       const child = spawn('ip', ['netns', 'exec', ns, process.execPath, '-e', SERVER, name, String(port)], {
-        stdio: ['ignore', 'pipe', 'inherit'],
+        stdio: ['pipe', 'pipe', 'inherit'],
         env: systemEnv(),
       });
       this.pids.push(child.pid!);
@@ -243,6 +285,7 @@ export class NetnsTopology {
         }
       }
       await run('ip', ['netns', 'del', ns]).catch(() => undefined);
+      forgetAtExit(ns);
     }
     this.created.length = 0;
   }
