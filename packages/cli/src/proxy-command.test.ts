@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import test from 'ava';
-import { createLogger, MemorySink } from '@nodelet/kernel';
+import { createLogger, type Logger, MemorySink } from '@nodelet/kernel';
 import { systemEnv } from '@nodelet/proxy';
 import {
   conformanceServices,
@@ -18,9 +18,17 @@ import {
 } from '@nodelet/proxy/testing';
 import { stringify } from 'yaml';
 import { loadConfigFile } from './nodelet-config.js';
-import { parseGoDuration, parseProxyArgs, proxyHelp, resolveProxySetup } from './proxy-command.js';
+import {
+  parseGoDuration,
+  parseProxyArgs,
+  proxyHelp,
+  resolveProxySetup as resolveOnHost,
+} from './proxy-command.js';
 
 const main = fileURLToPath(new URL('./main.js', import.meta.url));
+/** These tests are of parsing: as on a host that has every kernel tool (proxy-mode.test covers the host). */
+const resolveProxySetup = (parsed: Parameters<typeof resolveOnHost>[0], logger: Logger) =>
+  resolveOnHost(parsed, logger, { has: () => true });
 // Checked before any test is declared (ava wants every declaration in the first tick after this).
 // The end-to-end test runs iptables-legacy, then nftables: both tools must be there.
 const e2eMissing = await kernelUnavailable(['iptables-legacy-restore', 'nft']);

@@ -6,6 +6,7 @@ import type { Kernel, Logger, NodeletPlugin } from '@nodelet/kernel';
 import type { ProxyBackend, ProxyPluginConfig } from '@nodelet/proxy';
 import { intFlag, parseFlags } from './args.js';
 import { CliError } from './errors.js';
+import { chooseProxyMode } from './proxy-mode.js';
 import type { ProxySection } from './nodelet-config.js';
 
 // Flags and help load nothing heavy; the kernel, the proxy and its backends are imported only to run.
@@ -85,6 +86,8 @@ const options = {
 /** Everything `nodelet proxy` runs from, merged: flags > NodeletConfiguration proxy > KubeProxyConfiguration > defaults. */
 export interface ProxySetup {
   mode: ProxyMode | string;
+  /** Why `mode`, when neither flag nor file chose it. */
+  modeReason?: string;
   proxy: ProxyPluginConfig;
   iptablesBackend: 'auto' | 'nft' | 'legacy';
   ipvsScheduler: string;
@@ -274,6 +277,8 @@ export interface ProxySetupContext {
   allowNone?: boolean;
   /** /healthz address when neither flag nor file sets it. Default 127.0.0.1:10256. */
   healthzBindAddress?: string;
+  /** Whether a kernel tool is installed (a test seam; default: looked up in the system PATH). */
+  has?: (command: string) => boolean;
 }
 
 export async function resolveProxySetup(
@@ -284,8 +289,9 @@ export async function resolveProxySetup(
   const f = parsed.values;
   const file: FileValues = f.config ? await readConfig(resolve(f.config), logger) : {};
   const isRoot = process.getuid?.() === 0;
-  const mode = f.mode ?? file.mode ?? (isRoot ? 'iptables' : 'userspace');
+  const requested = f.mode ?? file.mode;
   const modeFlag = context.modeFlag ?? '--mode';
+  const mode = requested ?? 'auto';
   if (mode === 'none' && !context.allowNone) {
     throw new CliError(`${modeFlag} none means no proxy; choose ${PROXY_MODES.join(', ')}`);
   }
@@ -301,6 +307,13 @@ export async function resolveProxySetup(
   const backend = f['iptables-backend'] ?? file.iptablesBackend ?? 'auto';
   if (!['auto', 'nft', 'legacy'].includes(backend))
     throw new CliError(`--iptables-backend must be auto, nft or legacy; got ${JSON.stringify(backend)}`);
+  const chosen = chooseProxyMode({
+    requested,
+    origin: f.mode !== undefined ? modeFlag : `${f.config}: proxy mode`,
+    iptablesBackend: backend as ProxySetup['iptablesBackend'],
+    isRoot,
+    ...(context.has ? { has: context.has } : {}),
+  });
   const scheduler = f['ipvs-scheduler'] ?? file.ipvsScheduler ?? 'rr';
   if (!['rr', 'lc', 'wrr', 'sh', 'dh'].includes(scheduler))
     throw new CliError(`--ipvs-scheduler must be rr, lc, wrr, sh or dh; got ${JSON.stringify(scheduler)}`);
@@ -350,7 +363,8 @@ export async function resolveProxySetup(
     ...(services ? { services } : {}),
   };
   return {
-    mode,
+    mode: chosen.mode,
+    ...(chosen.reason ? { modeReason: chosen.reason } : {}),
     proxy,
     iptablesBackend: backend as ProxySetup['iptablesBackend'],
     ipvsScheduler: scheduler,
@@ -466,6 +480,7 @@ export async function runProxy(
   kernel.stopOnSignals(io.onStopped ?? (() => process.exit(0)));
   logger.info('nodelet proxy running', {
     mode: setup.mode,
+    ...(setup.modeReason ? { modeChosenBecause: setup.modeReason } : {}),
     node: setup.proxy.nodeName,
     healthz: setup.proxy.healthzBindAddress || 'disabled',
     ...(setup.proxy.services ? { services: setup.proxy.services } : {}),

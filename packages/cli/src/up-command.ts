@@ -204,7 +204,7 @@ export async function runUp(
       const { ProxyCapability } = await import('@nodelet/proxy');
       const healthz = proxyKernel.get(ProxyCapability).healthzAddress;
       proxyLine =
-        `proxy: ${proxySetup.mode} mode, node ${nodeNames[0]}` +
+        `proxy: ${proxySetup.mode} mode${proxySetup.modeReason ? ` (${proxySetup.modeReason})` : ''}, node ${nodeNames[0]}` +
         (healthz ? `, healthz http://${healthz.address}:${healthz.port}/healthz` : '') +
         '\n';
     }
