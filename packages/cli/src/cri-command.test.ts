@@ -41,6 +41,7 @@ async function serve(t: ExecutionContext, args: string[]) {
   );
   return {
     address,
+    stdout: () => stdout,
     stderr: () => stderr,
     /** Sends `signal` and waits (bounded) for the exit. */
     async stop(signal: NodeJS.Signals = 'SIGTERM') {
@@ -72,6 +73,11 @@ test('cri serve: the fake runtime over a unix socket, as a CRI client sees it; S
   const socket = join(dir, 'cri.sock');
   const server = await serve(t, ['--runtime', 'fake', '--listen', `unix://${socket}`]);
   t.is(server.address, `unix://${socket}`);
+  t.regex(
+    server.stdout(),
+    /^serving CRI v1 \(runtime runtime-fake; its pod IPs are simulated and reach no host: send nothing to them\) on unix:/m,
+    'a CRI client is told not to send to the pod IPs',
+  );
   const { runtime, image } = client(t, server.address);
 
   const version = await runtime.version({ version: '0.1.0' });

@@ -24,7 +24,8 @@ Flags of serve:
   --v N                log verbosity: 0-1 info, 2 and up debug (default 0)
   -h, --help           show this help
 
-It prints "serving CRI v1 on ADDRESS" once it accepts calls.
+It prints "serving CRI v1 (runtime NAME) on ADDRESS" once it accepts calls. The pod IPs the fake
+runtime hands out are simulated (no host has them): a CRI client must not send traffic to them.
 
 Examples:
   nodelet cri serve --listen unix:///tmp/nodelet-cri.sock
@@ -132,5 +133,9 @@ async function serve(
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   logger.info('serving CRI v1', { runtime: name, address: server.address });
-  io.stdout(`serving CRI v1 (runtime ${name}) on ${server.address}\n`);
+  // The fake runtime's pod IPs (10.244.0.0/16 unless podCIDR says otherwise) belong to no host; a CRI
+  // client (a kubelet probing pods, say) must not send to them: they would be routed off the machine.
+  const simulated =
+    name === 'runtime-fake' ? '; its pod IPs are simulated and reach no host: send nothing to them' : '';
+  io.stdout(`serving CRI v1 (runtime ${name}${simulated}) on ${server.address}\n`);
 }

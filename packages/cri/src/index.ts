@@ -10,3 +10,4 @@ export * from './address.js';
 export * from './server.js';
 export * from './client.js';
 export * from './helpers.js';
+export * from './probe-handler.js';

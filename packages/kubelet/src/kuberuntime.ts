@@ -473,11 +473,14 @@ export class KubeRuntime {
     created?: () => void,
   ): Promise<{ started: boolean; containerId?: string; waiting?: WaitingReason; retryAt?: number }> {
     const clock = this.options.clock;
+    // CrashLoopBackOff, as upstream doBackOff: measured from when the newest *exited* instance finished.
+    // Not only the newest instance: one a failed liveness probe has just killed is still running in the
+    // status this sync started from, and its restart backs off from the instance before it.
     const latest = status.containers.find((c) => c.name === container.name);
-    // CrashLoopBackOff, as upstream doBackOff: measured from when the last instance finished.
-    if (latest?.state === 'exited') {
+    const lastExited = status.containers.find((c) => c.name === container.name && c.state === 'exited');
+    if (lastExited) {
       const key = this.backoffKey(pod, container);
-      if (this.crashLoopBackoff.isInBackoffSince(key, latest.finishedAt)) {
+      if (this.crashLoopBackoff.isInBackoffSince(key, lastExited.finishedAt)) {
         const delay = this.crashLoopBackoff.get(key);
         return {
           started: false,
@@ -485,10 +488,10 @@ export class KubeRuntime {
             reason: 'CrashLoopBackOff',
             message: `back-off ${formatDuration(delay)} restarting failed container=${container.name} pod=${pod.metadata?.name}_${pod.metadata?.namespace}(${pod.metadata?.uid})`,
           },
-          retryAt: latest.finishedAt + delay,
+          retryAt: lastExited.finishedAt + delay,
         };
       }
-      this.crashLoopBackoff.next(key, latest.finishedAt);
+      this.crashLoopBackoff.next(key, lastExited.finishedAt);
     }
 
     let image: { image: string; imageRef: string };

@@ -1,3 +1,4 @@
+import type { ProbeType } from '@nodelet/cri';
 import { invalidInput } from '@nodelet/kernel';
 
 /**
@@ -31,6 +32,19 @@ export interface ContainerBehavior {
   stdout?: string;
   /** Written to the container's stderr when it starts. */
   stderr?: string;
+  // Probes (httpGet, tcpSocket, grpc; answered by the runtime, see probes.ts):
+  /** Every probe of the container fails (HTTP 500, connection refused, NOT_SERVING). */
+  probeFail?: boolean;
+  /** Only the container's liveness probe fails. */
+  livenessFail?: boolean;
+  /** Only the container's readiness probe fails. */
+  readinessFail?: boolean;
+  /** Only the container's startup probe fails. */
+  startupFail?: boolean;
+  /** The first N probes of each type succeed, every later one fails (counted per container). */
+  probeFailAfter?: number;
+  /** A failing probe times out (after its timeoutSeconds, on the clock); alone: every probe times out. */
+  probeTimeout?: boolean;
 }
 
 /** Annotation key prefix; the rest of the key is a container name or `all`. */
@@ -38,7 +52,7 @@ export const BEHAVIOR_ANNOTATION_PREFIX = 'runtime-fake.nodelet.dev/';
 /** The annotation name suffix that applies to every container of the pod. */
 export const ALL_CONTAINERS = 'all';
 
-type Kind = 'duration' | 'code' | 'bool' | 'text';
+type Kind = 'duration' | 'code' | 'bool' | 'text' | 'count';
 const FIELDS: Record<string, { field: keyof ContainerBehavior; kind: Kind }> = {
   startDelay: { field: 'startDelayMs', kind: 'duration' },
   exitAfter: { field: 'exitAfterMs', kind: 'duration' },
@@ -52,7 +66,23 @@ const FIELDS: Record<string, { field: keyof ContainerBehavior; kind: Kind }> = {
   failStart: { field: 'failStart', kind: 'text' },
   stdout: { field: 'stdout', kind: 'text' },
   stderr: { field: 'stderr', kind: 'text' },
+  probeFail: { field: 'probeFail', kind: 'bool' },
+  livenessFail: { field: 'livenessFail', kind: 'bool' },
+  readinessFail: { field: 'readinessFail', kind: 'bool' },
+  startupFail: { field: 'startupFail', kind: 'bool' },
+  probeFailAfter: { field: 'probeFailAfter', kind: 'count' },
+  probeTimeout: { field: 'probeTimeout', kind: 'bool' },
 };
+
+/** The behaviour fields that script probes (the rest script the process). */
+export const PROBE_FIELDS: readonly (keyof ContainerBehavior)[] = [
+  'probeFail',
+  'livenessFail',
+  'readinessFail',
+  'startupFail',
+  'probeFailAfter',
+  'probeTimeout',
+];
 
 const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
@@ -136,6 +166,11 @@ export function parseBehavior(text: string): ContainerBehavior {
         behavior[spec.field] = Number(value);
         break;
       }
+      case 'count':
+        if (value === undefined || !/^\d{1,9}$/.test(value))
+          throw invalidInput(`"${key}" takes a whole number such as 3, not "${value ?? ''}"`);
+        behavior[spec.field] = Number(value);
+        break;
       case 'text':
         if (value === undefined) throw invalidInput(`"${key}" needs a value, e.g. ${key}="some text"`);
         behavior[spec.field] = value;
@@ -158,7 +193,9 @@ export function validateBehavior(b: ContainerBehavior): ContainerBehavior {
           ? typeof value === 'string'
           : spec.kind === 'duration'
             ? typeof value === 'number' && Number.isFinite(value) && value >= 0
-            : Number.isInteger(value) && value >= 0 && value <= 255;
+            : spec.kind === 'count'
+              ? Number.isInteger(value) && value >= 0
+              : Number.isInteger(value) && value >= 0 && value <= 255;
     if (!ok) throw invalidInput(`behaviour field "${key}" has an invalid value ${JSON.stringify(value)}`);
   }
   return b;
@@ -198,6 +235,18 @@ export interface ResolvedBehavior {
   readonly failStart: string | undefined;
   readonly stdout: string | undefined;
   readonly stderr: string | undefined;
+  /** Undefined: every probe succeeds. */
+  readonly probes: ProbeScript | undefined;
+}
+
+/** How a container answers its probes, worked out from the probe fields. */
+export interface ProbeScript {
+  /** Probe types that fail every time. */
+  readonly failing: readonly ProbeType[];
+  /** Probes of each type after the first this many fail. */
+  readonly failAfter: number | undefined;
+  /** Failing probes time out instead of being refused. */
+  readonly timeout: boolean;
 }
 
 /** Delay of the exit of a crashLoop or oom container that does not say exitAfter. */
@@ -217,7 +266,22 @@ export const PLAIN_BEHAVIOR: ResolvedBehavior = Object.freeze({
   failStart: undefined,
   stdout: undefined,
   stderr: undefined,
+  probes: undefined,
 });
+
+const TYPE_FIELDS = [
+  ['liveness', 'livenessFail'],
+  ['readiness', 'readinessFail'],
+  ['startup', 'startupFail'],
+] as const satisfies ReadonlyArray<readonly [ProbeType, keyof ContainerBehavior]>;
+
+/** The probe script of a merged behaviour; undefined when no probe field is set. */
+export function resolveProbeScript(b: ContainerBehavior): ProbeScript | undefined {
+  const failing = TYPE_FIELDS.filter(([, field]) => b.probeFail || b[field]).map(([type]) => type);
+  const timeout = b.probeTimeout === true;
+  if (failing.length === 0 && b.probeFailAfter === undefined && !timeout) return undefined;
+  return { failing, failAfter: b.probeFailAfter, timeout };
+}
 
 /** Merges behaviours (later ones win field by field) and works out the defaults. */
 export function resolveBehavior(layers: readonly ContainerBehavior[]): ResolvedBehavior {
@@ -239,5 +303,6 @@ export function resolveBehavior(layers: readonly ContainerBehavior[]): ResolvedB
     failStart: b.failStart,
     stdout: b.stdout,
     stderr: b.stderr,
+    probes: resolveProbeScript(b),
   };
 }

@@ -85,13 +85,16 @@ import {
   type UpdateRuntimeConfigResponse,
   type VersionRequest,
   type VersionResponse,
+  type ProbeType,
 } from '@nodelet/cri';
 import {
   ALL_CONTAINERS,
   behaviorsFromAnnotations,
   type ContainerBehavior,
   parseBehavior,
+  PROBE_FIELDS,
   resolveBehavior,
+  resolveProbeScript,
   SIGKILL_EXIT_CODE,
   validateBehavior,
 } from './behavior.js';
@@ -102,6 +105,7 @@ import { type LogStream, msToNs } from './cri-log.js';
 import { defaultExec, type ExecContext, type ExecHandler, type ExecResult } from './exec.js';
 import { ImageStore, toImageMessage } from './image-store.js';
 import { IpAllocator } from './ip-allocator.js';
+import { type ProbeVerdict, probeVerdict } from './probes.js';
 import {
   type ContainerRecord,
   containerStateName,
@@ -274,6 +278,36 @@ export class FakeRuntime implements RuntimeService, ImageService {
       const i = this.execHandlers.indexOf(handler);
       if (i >= 0) this.execHandlers.splice(i, 1);
     };
+  }
+
+  /**
+   * How the container answers its next probe of `type` (httpGet, tcpSocket or grpc, asked by the
+   * runtime's probe handlers, see probes.ts), by its probe script; counts the probe. Throws NotFound
+   * for a container it does not have.
+   */
+  answerProbe(containerId: string, type: ProbeType): ProbeVerdict {
+    const c = this.mustContainer(containerId);
+    const counts = (c.probeCounts ??= { liveness: 0, readiness: 0, startup: 0 });
+    return probeVerdict(c.probes, type, ++counts[type]);
+  }
+
+  /**
+   * Re-scripts the probes of an existing container from now on, e.g.
+   * `scriptProbes(id, 'readinessFail')`, `scriptProbes(id, { probeTimeout: true })`, or `''` for
+   * healthy again. Only the probe keys (probeFail, livenessFail, readinessFail, startupFail,
+   * probeFailAfter, probeTimeout) are allowed; the count for probeFailAfter starts again.
+   */
+  scriptProbes(containerId: string, behavior: ContainerBehavior | string): void {
+    const c = this.mustContainer(containerId);
+    const parsed = typeof behavior === 'string' ? parseBehavior(behavior) : validateBehavior({ ...behavior });
+    const other = Object.keys(parsed).filter((k) => !PROBE_FIELDS.includes(k as keyof ContainerBehavior));
+    if (other.length > 0) {
+      throw invalidInput(
+        `scriptProbes takes only probe keys (${PROBE_FIELDS.join(', ')}); not ${other.join(', ')}`,
+      );
+    }
+    c.probes = resolveProbeScript(parsed);
+    c.probeCounts = undefined;
   }
 
   /** The container's log lines in CRI format (the newest `maxLogLines`), without newlines. */
@@ -555,6 +589,8 @@ export class FakeRuntime implements RuntimeService, ImageService {
       termination: undefined,
       waiters: undefined,
       logs: undefined,
+      probes: behavior.probes,
+      probeCounts: undefined,
     };
     this.store.addContainer(c);
     return { containerId: c.id };

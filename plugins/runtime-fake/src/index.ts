@@ -9,9 +9,12 @@ export {
   BEHAVIOR_ANNOTATION_PREFIX,
   parseBehavior,
   parseDuration,
+  PROBE_FIELDS,
+  type ProbeScript,
   type ContainerBehavior,
 } from './behavior.js';
 export { defaultExec, type ExecContext, type ExecHandler, type ExecResult } from './exec.js';
 export { isImageId, normalizeImageRef, parseImageRef, type ImageRef } from './image-ref.js';
 export { IpAllocator } from './ip-allocator.js';
+export { fakeProbeHandlers, probeVerdict, type ProbeAnswerer, type ProbeVerdict } from './probes.js';
 export type { LogStream } from './cri-log.js';

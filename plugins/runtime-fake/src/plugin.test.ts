@@ -1,6 +1,6 @@
 import test from 'ava';
 import { ConfigError, createLogger, Kernel, MemorySink, VirtualClock } from '@nodelet/kernel';
-import { CriImage, CriRuntime } from '@nodelet/cri';
+import { CriImage, CriRuntime, ProbeHandlerCapability } from '@nodelet/cri';
 import { FakeRuntime } from './fake-runtime.js';
 import { runtimeFakePlugin } from './plugin.js';
 import { runPod, startContainer } from './fixtures.js';
@@ -55,7 +55,17 @@ test('the manifest declares what the linker needs', (t) => {
   t.is(manifest.name, 'runtime-fake');
   t.deepEqual(
     manifest.provides.map((c) => c.id),
-    ['cri.runtime', 'cri.image'],
+    ['cri.runtime', 'cri.image', 'probe.handler'],
   );
   t.deepEqual(manifest.requires, []);
+});
+
+test('provides probe.handler for httpGet, tcpSocket and grpc: the pod IPs it hands out reach no host', async (t) => {
+  const { kernel } = kernelWith();
+  await kernel.start();
+  t.teardown(() => kernel.stop());
+  t.deepEqual(
+    kernel.getAll(ProbeHandlerCapability).map((h) => h.type),
+    ['httpGet', 'tcpSocket', 'grpc'],
+  );
 });

@@ -1,11 +1,14 @@
 import { ConfigError, definePlugin, errorMessage } from '@nodelet/kernel';
-import { CriImage, CriRuntime } from '@nodelet/cri';
+import { CriImage, CriRuntime, ProbeHandlerCapability } from '@nodelet/cri';
 import { type FakeRuntimeConfig, fakeRuntimeConfigSchema } from './config.js';
 import { FakeRuntime } from './fake-runtime.js';
+import { fakeProbeHandlers } from './probes.js';
 
 /**
  * The `runtime-fake` plugin: one in-memory FakeRuntime on the kernel's clock, provided as both
- * `cri.runtime` and `cri.image`. Tests script it through the capability:
+ * `cri.runtime` and `cri.image`, and its `httpGet`, `tcpSocket` and `grpc` probe handlers as
+ * `probe.handler`: the pod IPs it hands out reach no host, so a kubelet on it answers those probes from
+ * the containers' scripts (probes.ts) instead of opening sockets. Tests script it through the capability:
  *
  *     const runtime = kernel.get(CriRuntime) as FakeRuntime;
  *     runtime.script('app', 'exitAfter=5s,exitCode=1');
@@ -15,7 +18,7 @@ export const runtimeFakePlugin = definePlugin<FakeRuntimeConfig>({
     name: 'runtime-fake',
     version: '0.1.0',
     description: 'in-memory CRI v1 runtime on the kernel clock, for tests and for simulating many nodes',
-    provides: [CriRuntime, CriImage],
+    provides: [CriRuntime, CriImage, ProbeHandlerCapability],
     requires: [],
     configSchema: fakeRuntimeConfigSchema,
   },
@@ -30,6 +33,7 @@ export const runtimeFakePlugin = definePlugin<FakeRuntimeConfig>({
     }
     ctx.provide(CriRuntime, runtime);
     ctx.provide(CriImage, runtime);
+    for (const handler of fakeProbeHandlers(runtime)) ctx.provide(ProbeHandlerCapability, handler);
     ctx.onStop(() => runtime.close());
   },
 });

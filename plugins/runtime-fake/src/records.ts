@@ -21,7 +21,7 @@ import {
   PodSandboxStats,
   type PodSandboxStatus,
 } from '@nodelet/cri';
-import type { ContainerBehavior, ResolvedBehavior } from './behavior.js';
+import type { ContainerBehavior, ProbeScript, ResolvedBehavior } from './behavior.js';
 import type { LogBuffer } from './cri-log.js';
 import type { IpAllocator } from './ip-allocator.js';
 
@@ -78,6 +78,10 @@ export interface ContainerRecord {
   /** StopContainer calls waiting for the exit. */
   waiters: Array<() => void> | undefined;
   logs: LogBuffer | undefined;
+  /** How its probes are answered (from the behaviour, or `scriptProbes`); undefined: healthy. */
+  probes: ProbeScript | undefined;
+  /** Probes answered so far, by type (for probeFailAfter); undefined until the first. */
+  probeCounts: { liveness: number; readiness: number; startup: number } | undefined;
 }
 
 const copyMap = (m: { [key: string]: string }): { [key: string]: string } => ({ ...m });

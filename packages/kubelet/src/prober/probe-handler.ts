@@ -1,78 +1,19 @@
-import type { Container, Pod, Probe } from '@nodelet/api';
-import type { RuntimeService } from '@nodelet/cri';
-import { type Clock, defineCapability, type Logger } from '@nodelet/kernel';
-
 /**
- * The contract of a probe handler, and the `probe.handler` capability that lets a plugin add one.
- *
- * A handler runs one kind of check — `httpGet`, `tcpSocket`, `exec`, `grpc`, or a kind of its own — once,
- * and says what it found. Thresholds, periods, startup gating and what a failure leads to are the prober
- * manager's business, never a handler's. A probe spec picks its handler by the field it sets: a probe with
- * `httpGet: {…}` goes to the handler whose `type` is `httpGet`.
- *
- * Plugins provide handlers through `ProbeHandlerCapability` (cardinality `many`); the kubelet collects
- * them with `getAll`. A plugin's handler of a built-in type replaces the built-in one (a proxying
- * `httpGet`, say); a handler of a new type serves probes that set that field (which validation and the
- * strict manifest decoder only let through where the schema allows it).
+ * The contract of a probe handler and the `probe.handler` capability are defined in `@nodelet/cri`
+ * (where plugins may import them) and re-exported here; this module adds what only the kubelet uses:
+ * the User-Agent probes announce and the registry of handlers by type.
  */
-export type ProbeType = 'liveness' | 'readiness' | 'startup';
+import type { Probe } from '@nodelet/api';
+import type { ProbeHandler } from '@nodelet/cri';
 
-/**
- * What one run of a handler found:
- *  - `success`: healthy; `output` is kept for the log (an HTTP body, an exec's stdout).
- *  - `warning`: healthy, with something to tell (upstream's probe.Warning: a redirect to another host
- *    that was not followed). Counts as a success and is recorded as a `ProbeWarning` event.
- *  - `failure`: unhealthy; `output` says why and becomes the event message
- *    (`Liveness probe failed: HTTP probe failed with statuscode: 500`).
- *  - `unknown`: the check could not be made (no such port, the runtime did not answer). Like a thrown
- *    error, it is retried at once (three attempts in all, as upstream) and then thrown away: it changes
- *    nothing.
- */
-export type ProbeResult = 'success' | 'warning' | 'failure' | 'unknown';
-
-export interface ProbeOutcome {
-  result: ProbeResult;
-  output: string;
-}
-
-/** Everything a handler may use for one run. */
-export interface ProbeContext {
-  readonly probeType: ProbeType;
-  /** The probe as the pod spec has it (with API defaults); the handler reads its own field. */
-  readonly probe: Probe;
-  readonly pod: Pod;
-  readonly container: Container;
-  /** The runtime container being probed. */
-  readonly containerId: string;
-  /** The pod's IP (the node's for host-network pods); '' while the pod has none. */
-  readonly podIP: string;
-  /** The probe's `timeoutSeconds`, in ms. */
-  readonly timeoutMs: number;
-  /** CRI runtime service (ExecSync). */
-  readonly runtime: RuntimeService;
-  /**
-   * The kernel clock. A handler that does real I/O (sockets) wraps the promise it awaits in
-   * `clock.track(…)`, so a kubelet under virtual time waits for it before moving time on; its own timeout
-   * is then real time (a socket does not know virtual time). A handler that only talks to the runtime
-   * (exec) does not: the runtime measures the timeout on the clock.
-   */
-  readonly clock: Clock;
-  readonly logger: Logger;
-  /** `kube-probe/<major>.<minor>`, for handlers that identify themselves. */
-  readonly userAgent: string;
-}
-
-export interface ProbeHandler {
-  /** The probe field this handler serves: `httpGet`, `tcpSocket`, `exec`, `grpc`, or a new one. */
-  readonly type: 'httpGet' | 'tcpSocket' | 'exec' | 'grpc' | (string & {});
-  /** Runs the check once. Throwing is the same as answering `unknown` with the error's message. */
-  probe(ctx: ProbeContext): Promise<ProbeOutcome>;
-}
-
-export const ProbeHandlerCapability = defineCapability<ProbeHandler>('probe.handler', {
-  cardinality: 'many',
-  description: 'a kind of container probe (httpGet, tcpSocket, exec, grpc, or a new one)',
-});
+export {
+  type ProbeContext,
+  type ProbeHandler,
+  ProbeHandlerCapability,
+  type ProbeOutcome,
+  type ProbeResult,
+  type ProbeType,
+} from '@nodelet/cri';
 
 /** The Kubernetes minor version nodelet follows, as probes announce it (`User-Agent: kube-probe/1.34`). */
 export const KUBE_PROBE_USER_AGENT = 'kube-probe/1.34';
