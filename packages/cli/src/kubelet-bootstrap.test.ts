@@ -9,15 +9,11 @@ import { join } from 'node:path';
 import test from 'ava';
 import { ControlPlane } from '@nodelet/controlplane';
 import { createLogger, MemorySink, RealClock } from '@nodelet/kernel';
+import { kubectlPath, requireKubectl } from './e2e-containerd/nodelet-up.js';
 import { KubeletProcess, pollUntil } from './test-helpers.js';
 
-const kubectlBin = process.env.KUBECTL ?? 'kubectl';
-const haveKubectl = await new Promise<boolean>((resolve) =>
-  execFile(kubectlBin, ['version', '--client'], (err) => resolve(!err)),
-);
-if (!haveKubectl && process.env.CI === 'true') throw new Error('kubectl is required in CI (CI=true)');
-const kubectlTest = haveKubectl ? test.serial : test.skip;
-if (!haveKubectl) console.log('kubelet-bootstrap: kubectl not found; skipping (set KUBECTL or install it)');
+const haveKubectl = requireKubectl(test);
+const kubectlTest = haveKubectl ? test.serial : () => undefined;
 
 async function startControlPlane(t: { teardown: (fn: () => Promise<void> | void) => void }) {
   const dir = mkdtempSync(join(tmpdir(), 'nodelet-bootstrap-'));
@@ -36,7 +32,7 @@ async function startControlPlane(t: { teardown: (fn: () => Promise<void> | void)
   const kubectl = (...args: string[]) =>
     new Promise<{ code: number; stdout: string; stderr: string }>((resolve) =>
       execFile(
-        kubectlBin,
+        kubectlPath,
         ['--kubeconfig', cp.kubeconfigPath, '--cache-dir', join(dir, 'kubectl-cache'), ...args],
         { timeout: 30_000, env: { ...process.env, KUBECONFIG: '' } },
         (err, stdout, stderr) =>
