@@ -7,6 +7,9 @@ import { KubeletProcess, podManifest, pollUntil, type TableRow } from './test-he
  * backs off 10 s, 20 s, …; `get pods` shows CrashLoopBackOff and a rising RESTARTS count.
  */
 test('a crash-looping container shows CrashLoopBackOff and a rising RESTARTS count', async (t) => {
+  // Deadlines are 3× what each step takes on a loaded 2-core machine (the first backoff is 10 s, the
+  // next 20 s, plus the kubelet's start and 1 s runs); the whole test may take up to their sum.
+  t.timeout(200_000);
   const k = await KubeletProcess.start(t);
   k.writeManifest(
     'crash.yaml',
@@ -37,19 +40,19 @@ test('a crash-looping container shows CrashLoopBackOff and a rising RESTARTS cou
   const backoff = await poll(
     'CrashLoopBackOff',
     (r) => r.STATUS === 'CrashLoopBackOff' && restarts(r) >= 1,
-    20_000,
+    60_000,
   );
   t.is(backoff.READY, '0/1');
   t.regex(backoff.RESTARTS!, /^\d+ \(\d+s ago\)$/, 'RESTARTS shows when the last one was');
   const before = restarts(backoff);
 
-  const later = await poll('RESTARTS to rise', (r) => restarts(r) > before, 40_000);
+  const later = await poll('RESTARTS to rise', (r) => restarts(r) > before, 90_000);
   t.true(restarts(later) > before);
   // Between restarts it is backing off again.
   await poll(
     'CrashLoopBackOff again',
     (r) => r.STATUS === 'CrashLoopBackOff' && restarts(r) > before,
-    10_000,
+    30_000,
   );
   t.true(
     seen.some((r) => r.STATUS === 'Running' || r.STATUS === 'Error' || r.STATUS === 'CrashLoopBackOff'),

@@ -239,7 +239,7 @@ async function healthz(
   return JSON.parse(await topo.exec(topo.node, process.execPath, ['-e', script])) ?? undefined;
 }
 
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, ms = 15_000): Promise<T> {
+async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, ms = 45_000): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
     const v = await fn();

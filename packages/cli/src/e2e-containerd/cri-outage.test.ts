@@ -49,7 +49,7 @@ class CriServer {
         if (s.exited) throw new Error(`nodelet cri serve exited:\n${s.out}`);
         return /^serving CRI v1/m.test(s.out) ? true : undefined;
       },
-      { timeoutMs: 15_000, intervalMs: 50, describe: () => s.out },
+      { timeoutMs: 45_000, intervalMs: 50, describe: () => s.out },
     );
     return s;
   }
@@ -80,7 +80,7 @@ test('the runtime goes away and comes back: nodelet logs once per backoff step, 
   });
 
   ws.write('app.yaml', manifest('app', '  containers:\n  - name: app\n    image: busybox\n'));
-  await k.waitPod('app-outage', 'Running', (p) => isRunning(p, 'app'), 15_000);
+  await k.waitPod('app-outage', 'Running', (p) => isRunning(p, 'app'), 45_000);
 
   // The runtime dies.
   await server.kill('SIGKILL');
@@ -124,7 +124,7 @@ test('the runtime goes away and comes back: nodelet logs once per backoff step, 
   await pollUntil(
     'relisting to resume',
     async () => (/PLEG relist succeeded again/.test(k.stderr().slice(before)) ? true : undefined),
-    { timeoutMs: 15_000, intervalMs: 250, describe: () => k.stderr().slice(before) },
+    { timeoutMs: 45_000, intervalMs: 250, describe: () => k.stderr().slice(before) },
   );
   t.regex(k.stderr(), /PLEG relist succeeded again failedRelists=\d+/);
   const again = await k.waitPod('app-outage', 'Running again', (p) => isRunning(p, 'app'), 30_000);
