@@ -3,8 +3,11 @@ import { execFile, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { requireKubectl } from './e2e-containerd/nodelet-up.js';
 import { MAIN, nodelet, pollUntil } from './test-helpers.js';
 import { parseUpArgs } from './up-command.js';
+
+const kubectlTest = requireKubectl(test) ? test : () => undefined;
 
 // `nodelet up` as a user runs it: the real command in a child process, the real kubectl against it.
 
@@ -62,90 +65,93 @@ async function up(dataDir: string): Promise<Up> {
   return { child, stdout: () => out, stderr: () => err, exited };
 }
 
-test('nodelet up serves kubectl with a Ready node running pods, stops on SIGTERM and keeps its state', async (t) => {
-  t.timeout(90_000);
-  const dataDir = mkdtempSync(join(tmpdir(), 'nodelet-up-'));
-  const kubeconfig = join(dataDir, 'kubeconfig');
-  const started: Up[] = [];
-  try {
-    const first = await up(dataDir);
-    started.push(first);
-    t.regex(
-      first.stdout(),
-      /^nodelet control plane is serving at https:\/\/127\.0\.0\.1:\d+ with 1 node \(fake runtime\)$/m,
-    );
-    t.true(first.stdout().includes(`kubeconfig: ${kubeconfig}\n`));
-    t.true(first.stdout().includes(`try: kubectl --kubeconfig ${kubeconfig} get nodes\n`));
-    const ns = await kubectl(kubeconfig, ['get', 'namespaces', '--no-headers']);
-    t.is(ns.code, 0, ns.stderr);
-    t.deepEqual(
-      ns.stdout
-        .trim()
-        .split('\n')
-        .map((l) => l.split(/\s+/)[0]),
-      ['default', 'kube-node-lease', 'kube-public', 'kube-system'],
-    );
-    // The kubelet of the node joined: the node is Ready and runs a pod on the fake runtime.
-    const nodes = await pollUntil(
-      'the node to be Ready',
-      async () => {
-        const r = await kubectl(kubeconfig, ['get', 'nodes', '--no-headers']);
-        return /\sReady\s/.test(r.stdout) ? r.stdout : undefined;
-      },
-      { timeoutMs: 30_000 },
-    );
-    t.is(nodes.trim().split('\n').length, 1);
-    const pod = await kubectl(kubeconfig, ['run', 'web', '--image=nginx:1.27']);
-    t.is(pod.code, 0, pod.stderr);
-    await pollUntil(
-      'the pod to run',
-      async () => {
-        const r = await kubectl(kubeconfig, ['get', 'pod', 'web', '--no-headers']);
-        return /^web\s+1\/1\s+Running/.test(r.stdout) ? true : undefined;
-      },
-      { timeoutMs: 30_000 },
-    );
-    const deleted = await kubectl(kubeconfig, ['delete', 'pod', 'web']);
-    t.is(deleted.stdout.trim(), 'pod "web" deleted');
-    const applied = await kubectl(
-      kubeconfig,
-      ['apply', '-f', '-'],
-      'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kept\ndata:\n  a: "1"\n',
-    );
-    t.is(applied.code, 0, applied.stderr);
-    const rv = (
-      await kubectl(kubeconfig, ['get', 'configmap', 'kept', '-o', 'jsonpath={.metadata.resourceVersion}'])
-    ).stdout;
-    first.child.kill('SIGTERM');
-    t.is(await first.exited, 0);
-
-    const second = await up(dataDir);
-    started.push(second);
+kubectlTest(
+  'nodelet up serves kubectl with a Ready node running pods, stops on SIGTERM and keeps its state',
+  async (t) => {
+    t.timeout(90_000);
+    const dataDir = mkdtempSync(join(tmpdir(), 'nodelet-up-'));
+    const kubeconfig = join(dataDir, 'kubeconfig');
+    const started: Up[] = [];
     try {
-      const again = await kubectl(kubeconfig, [
-        'get',
-        'configmap',
-        'kept',
-        '-o',
-        'jsonpath={.metadata.resourceVersion}',
-      ]);
-      t.is(again.stdout, rv);
-      const unchanged = await kubectl(
+      const first = await up(dataDir);
+      started.push(first);
+      t.regex(
+        first.stdout(),
+        /^nodelet control plane is serving at https:\/\/127\.0\.0\.1:\d+ with 1 node \(fake runtime\)$/m,
+      );
+      t.true(first.stdout().includes(`kubeconfig: ${kubeconfig}\n`));
+      t.true(first.stdout().includes(`try: kubectl --kubeconfig ${kubeconfig} get nodes\n`));
+      const ns = await kubectl(kubeconfig, ['get', 'namespaces', '--no-headers']);
+      t.is(ns.code, 0, ns.stderr);
+      t.deepEqual(
+        ns.stdout
+          .trim()
+          .split('\n')
+          .map((l) => l.split(/\s+/)[0]),
+        ['default', 'kube-node-lease', 'kube-public', 'kube-system'],
+      );
+      // The kubelet of the node joined: the node is Ready and runs a pod on the fake runtime.
+      const nodes = await pollUntil(
+        'the node to be Ready',
+        async () => {
+          const r = await kubectl(kubeconfig, ['get', 'nodes', '--no-headers']);
+          return /\sReady\s/.test(r.stdout) ? r.stdout : undefined;
+        },
+        { timeoutMs: 30_000 },
+      );
+      t.is(nodes.trim().split('\n').length, 1);
+      const pod = await kubectl(kubeconfig, ['run', 'web', '--image=nginx:1.27']);
+      t.is(pod.code, 0, pod.stderr);
+      await pollUntil(
+        'the pod to run',
+        async () => {
+          const r = await kubectl(kubeconfig, ['get', 'pod', 'web', '--no-headers']);
+          return /^web\s+1\/1\s+Running/.test(r.stdout) ? true : undefined;
+        },
+        { timeoutMs: 30_000 },
+      );
+      const deleted = await kubectl(kubeconfig, ['delete', 'pod', 'web']);
+      t.is(deleted.stdout.trim(), 'pod "web" deleted');
+      const applied = await kubectl(
         kubeconfig,
         ['apply', '-f', '-'],
         'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kept\ndata:\n  a: "1"\n',
       );
-      t.is(unchanged.stdout.trim(), 'configmap/kept unchanged');
+      t.is(applied.code, 0, applied.stderr);
+      const rv = (
+        await kubectl(kubeconfig, ['get', 'configmap', 'kept', '-o', 'jsonpath={.metadata.resourceVersion}'])
+      ).stdout;
+      first.child.kill('SIGTERM');
+      t.is(await first.exited, 0);
+
+      const second = await up(dataDir);
+      started.push(second);
+      try {
+        const again = await kubectl(kubeconfig, [
+          'get',
+          'configmap',
+          'kept',
+          '-o',
+          'jsonpath={.metadata.resourceVersion}',
+        ]);
+        t.is(again.stdout, rv);
+        const unchanged = await kubectl(
+          kubeconfig,
+          ['apply', '-f', '-'],
+          'apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kept\ndata:\n  a: "1"\n',
+        );
+        t.is(unchanged.stdout.trim(), 'configmap/kept unchanged');
+      } finally {
+        second.child.kill('SIGTERM');
+        t.is(await second.exited, 0);
+      }
     } finally {
-      second.child.kill('SIGTERM');
-      t.is(await second.exited, 0);
+      // A failed assertion must not leave a cluster running.
+      for (const u of started) if (u.child.exitCode === null) u.child.kill('SIGKILL');
+      rmSync(dataDir, { recursive: true, force: true });
     }
-  } finally {
-    // A failed assertion must not leave a cluster running.
-    for (const u of started) if (u.child.exitCode === null) u.child.kill('SIGKILL');
-    rmSync(dataDir, { recursive: true, force: true });
-  }
-});
+  },
+);
 
 test('nodelet up refuses bad flags with one line that names the flag', async (t) => {
   t.throws(() => parseUpArgs(['--runtime', 'docker']), {

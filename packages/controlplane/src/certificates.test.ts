@@ -12,7 +12,10 @@ import {
   startCluster,
   type TestCluster,
   waitFor,
+  kubectlTests,
 } from './test-helpers.js';
+
+const kubectlTest = kubectlTests(test);
 
 x509.cryptoProvider.set(webcrypto as any);
 const algorithm = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' };
@@ -143,7 +146,7 @@ test.serial('unknown, wrong, expired and not-for-authentication tokens are 401',
   }
 });
 
-test.serial(
+kubectlTest(
   'not auto-approved: a CSR the admin makes, and one breaking the kubelet signer rules',
   async (t) => {
     // The admin is neither a bootstrapper nor the node: the request waits for a decision.
@@ -200,7 +203,7 @@ test.serial(
   },
 );
 
-test.serial("a node may renew its own client certificate, not ask for another node's", async (t) => {
+kubectlTest("a node may renew its own client certificate, not ask for another node's", async (t) => {
   const kubeconfig = await c.cp.nodeKubeconfig('n5');
   const other = csrObject('n5-for-n6', await csrPem('CN=system:node:n6, O=system:nodes'));
   const created = await withKubeconfig(kubeconfig, 'POST', path, other);

@@ -1,5 +1,7 @@
 import test from 'ava';
-import { startCluster, type TestCluster } from './test-helpers.js';
+import { startCluster, type TestCluster, kubectlTests } from './test-helpers.js';
+
+const kubectlTest = kubectlTests(test);
 
 // Bad input gets upstream's Status codes and reasons with messages that name the field; nothing is
 // stored; the server keeps serving.
@@ -28,7 +30,7 @@ async function podCount(): Promise<number> {
   return (await c.api('GET', '/api/v1/pods')).json.items.length;
 }
 
-test.serial('a pod without a name is Invalid (422) and names metadata.name', async (t) => {
+kubectlTest('a pod without a name is Invalid (422) and names metadata.name', async (t) => {
   const r = await c.api('POST', '/api/v1/namespaces/default/pods', pod(undefined));
   t.is(r.status, 422);
   t.is(r.json.kind, 'Status');
@@ -49,7 +51,7 @@ test.serial('a pod without a name is Invalid (422) and names metadata.name', asy
   );
 });
 
-test.serial('a pod with 0 containers is Invalid (422) and names spec.containers', async (t) => {
+kubectlTest('a pod with 0 containers is Invalid (422) and names spec.containers', async (t) => {
   const r = await c.api('POST', '/api/v1/namespaces/default/pods', pod('empty', { containers: [] }));
   t.is(r.status, 422);
   t.is(r.json.message, 'Pod "empty" is invalid: spec.containers: Required value');
@@ -63,7 +65,7 @@ test.serial('a pod with 0 containers is Invalid (422) and names spec.containers'
   t.regex(kubectl.stderr, /The Pod "empty" is invalid: spec\.containers: Required value/);
 });
 
-test.serial('a value of the wrong type is a BadRequest (400) naming the field', async (t) => {
+kubectlTest('a value of the wrong type is a BadRequest (400) naming the field', async (t) => {
   const r = await c.api('POST', '/api/v1/namespaces/default/pods', pod('typed', { containers: 'nginx' }));
   t.is(r.status, 400);
   t.is(r.json.reason, 'BadRequest');
@@ -88,7 +90,7 @@ test.serial('a value of the wrong type is a BadRequest (400) naming the field', 
   t.regex(kubectl.stderr, /spec\.containers/);
 });
 
-test.serial(
+kubectlTest(
   'an unknown field is refused with fieldValidation=Strict (kubectl default) and reported with Warn',
   async (t) => {
     const body = pod('strict', { containers: [{ name: 'c', image: 'x', imagePullPolcy: 'Always' }] });
@@ -106,7 +108,7 @@ test.serial(
   },
 );
 
-test.serial(
+kubectlTest(
   'an unknown kind is refused: by kubectl from discovery, by the server for the body',
   async (t) => {
     const kubectl = await c.kubectl(['apply', '-f', '-'], {
@@ -126,7 +128,7 @@ test.serial(
   },
 );
 
-test.serial('malformed JSON and YAML are BadRequest (400)', async (t) => {
+kubectlTest('malformed JSON and YAML are BadRequest (400)', async (t) => {
   const json = await c.api(
     'POST',
     '/api/v1/namespaces/default/pods',

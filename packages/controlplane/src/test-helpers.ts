@@ -1,8 +1,10 @@
 import { execFile } from 'node:child_process';
+import { accessSync, constants } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { Agent, request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { Implementation, TestFn } from 'ava';
 import { createLogger, MemorySink, RealClock } from '@nodelet/kernel';
 import { ControlPlane, type ControlPlaneOptions } from './control-plane.js';
 
@@ -35,6 +37,29 @@ export interface ApiResponse {
 }
 
 export const kubectlPath = process.env.KUBECTL ?? '/usr/bin/kubectl';
+
+/** Why the real kubectl cannot run here; undefined when it can. */
+export const kubectlMissing: string | undefined = (() => {
+  try {
+    accessSync(kubectlPath, constants.X_OK);
+    return undefined;
+  } catch {
+    return `kubectl not found at ${kubectlPath} (set KUBECTL, or apt-get install kubernetes-client)`;
+  }
+})();
+
+/**
+ * Declares the tests of a file that run the real kubectl (serially). Without kubectl the file gets one
+ * skipped test saying so — under CI=true one failing test — and these are not declared.
+ */
+export function kubectlTests(test: TestFn): (title: string, implementation: Implementation<[]>) => void {
+  if (kubectlMissing) {
+    if (process.env.CI === 'true') test('kubectl is required in CI (CI=true)', (t) => t.fail(kubectlMissing));
+    else test.skip(`${kubectlMissing}; skipping the kubectl tests`, () => undefined);
+    return () => undefined;
+  }
+  return (title, implementation) => test.serial(title, implementation);
+}
 
 export async function startCluster(
   options: Partial<ControlPlaneOptions> & { dataDir?: string } = {},

@@ -19,8 +19,14 @@ import { dnatTargets, kubeChains, natRules, nodeletProxy, SliceWatch, TestNetns 
  * /proc/net/tcp, again without connecting.
  */
 const isRoot = process.getuid?.() === 0;
-const kubectl = requireKubectl(test);
+// Every await before the first declaration: ava wants all tests declared in one tick.
 const netns = isRoot ? await netnsSupport() : { ok: false, reason: 'not root' };
+// iptables mode needs the iptables tools (inside the test's namespace, as on the host).
+const iptablesMissing =
+  isRoot && netns.ok
+    ? await kernelUnavailable(['iptables-nft-restore', 'iptables-legacy-restore'])
+    : undefined;
+const kubectl = requireKubectl(test);
 if (isRoot && !netns.ok) {
   if (process.env.CI === 'true')
     test('the proxy end-to-end tests need ip netns in CI', (t) => t.fail(netns.reason));
@@ -33,11 +39,6 @@ if (!isRoot && process.env.CI === 'true') {
     t.fail('run the suite as root: nodelet up --proxy-mode iptables programs a network namespace'));
 }
 
-// iptables mode needs the iptables tools (inside the test's namespace, as on the host).
-const iptablesMissing =
-  isRoot && netns.ok
-    ? await kernelUnavailable(['iptables-nft-restore', 'iptables-legacy-restore'])
-    : undefined;
 if (iptablesMissing) declareUnavailable(test, 'nodelet up iptables proxy end-to-end tests', iptablesMissing);
 
 type Mode = 'iptables' | 'userspace';

@@ -3,7 +3,7 @@
 // (the kubelet does not depend on it); these tests are skipped when it is not built.
 import test from 'ava';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { accessSync, constants, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
@@ -37,7 +37,22 @@ try {
 } catch {
   ControlPlaneClass = undefined;
 }
+const kubectlBinary = process.env.KUBECTL ?? '/usr/bin/kubectl';
+const kubectlMissing = (() => {
+  try {
+    accessSync(kubectlBinary, constants.X_OK);
+    return undefined;
+  } catch {
+    return `kubectl not found at ${kubectlBinary} (set KUBECTL, or apt-get install kubernetes-client)`;
+  }
+})();
+if (ControlPlaneClass && kubectlMissing) {
+  if (process.env.CI === 'true') test('kubectl is required in CI (CI=true)', (t) => t.fail(kubectlMissing));
+  else test.skip(`${kubectlMissing}; skipping the kubectl tests`, () => undefined);
+}
 const cpTest = ControlPlaneClass ? test.serial : test.skip;
+/** The tests that also run the real kubectl. */
+const cpKubectlTest = ControlPlaneClass && !kubectlMissing ? test.serial : () => undefined;
 
 interface Env {
   cp: ControlPlaneLike;
@@ -148,45 +163,50 @@ const podBody = (name: string, extra: object = {}) => {
   return pod as k8s.V1Pod;
 };
 
-cpTest('joins nodelet up: node Ready, lease renewed, a pod runs with its IP, kubectl sees it', async (t) => {
-  const env = await startControlPlane();
-  const node = makeKubelet(env, await env.cp.nodeKubeconfig('node1'));
-  try {
-    await node.kubelet.start();
-    const ready = await until('node Ready', async () => {
-      const n = await env.core.readNode({ name: 'node1' });
-      return n.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' && n;
-    });
-    t.is(ready.metadata?.labels?.['kubernetes.io/hostname'], 'node1');
-    const lease = await until('lease', () =>
-      env.coordination.readNamespacedLease({ namespace: 'kube-node-lease', name: 'node1' }),
-    );
-    t.is(lease.spec?.leaseDurationSeconds, 40);
+cpKubectlTest(
+  'joins nodelet up: node Ready, lease renewed, a pod runs with its IP, kubectl sees it',
+  async (t) => {
+    const env = await startControlPlane();
+    const node = makeKubelet(env, await env.cp.nodeKubeconfig('node1'));
+    try {
+      await node.kubelet.start();
+      const ready = await until('node Ready', async () => {
+        const n = await env.core.readNode({ name: 'node1' });
+        return n.status?.conditions?.find((c) => c.type === 'Ready')?.status === 'True' && n;
+      });
+      t.is(ready.metadata?.labels?.['kubernetes.io/hostname'], 'node1');
+      const lease = await until('lease', () =>
+        env.coordination.readNamespacedLease({ namespace: 'kube-node-lease', name: 'node1' }),
+      );
+      t.is(lease.spec?.leaseDurationSeconds, 40);
 
-    await env.core.createNamespacedPod({ namespace: 'default', body: podBody('web') });
-    const created = Date.now();
-    const running = await until('pod Running', async () => {
-      const p = await env.core.readNamespacedPod({ namespace: 'default', name: 'web' });
-      return p.status?.phase === 'Running' && p.status.podIP ? p : undefined;
-    });
-    t.log(`Running with IP ${running.status!.podIP} in the API ${Date.now() - created} ms after the create`);
-    t.is(running.spec?.nodeName, 'node1');
-    t.is(running.status?.hostIP, '127.0.0.1');
+      await env.core.createNamespacedPod({ namespace: 'default', body: podBody('web') });
+      const created = Date.now();
+      const running = await until('pod Running', async () => {
+        const p = await env.core.readNamespacedPod({ namespace: 'default', name: 'web' });
+        return p.status?.phase === 'Running' && p.status.podIP ? p : undefined;
+      });
+      t.log(
+        `Running with IP ${running.status!.podIP} in the API ${Date.now() - created} ms after the create`,
+      );
+      t.is(running.spec?.nodeName, 'node1');
+      t.is(running.status?.hostIP, '127.0.0.1');
 
-    const get = await env.kubectl('get', 'pods', '-o', 'wide');
-    t.is(get.code, 0, get.stderr);
-    t.regex(get.stdout, /web\s+1\/1\s+Running\s+0\s+\S+\s+\d+\.\d+\.\d+\.\d+\s+node1/);
-    const nodes = await env.kubectl('get', 'nodes');
-    t.regex(nodes.stdout, /node1\s+Ready/);
-    const leases = await env.kubectl('get', 'lease', '-n', 'kube-node-lease');
-    t.regex(leases.stdout, /node1\s+node1/);
-  } finally {
-    await node.kubelet.stop();
-    await env.cp.stop();
-  }
-});
+      const get = await env.kubectl('get', 'pods', '-o', 'wide');
+      t.is(get.code, 0, get.stderr);
+      t.regex(get.stdout, /web\s+1\/1\s+Running\s+0\s+\S+\s+\d+\.\d+\.\d+\.\d+\s+node1/);
+      const nodes = await env.kubectl('get', 'nodes');
+      t.regex(nodes.stdout, /node1\s+Ready/);
+      const leases = await env.kubectl('get', 'lease', '-n', 'kube-node-lease');
+      t.regex(leases.stdout, /node1\s+node1/);
+    } finally {
+      await node.kubelet.stop();
+      await env.cp.stop();
+    }
+  },
+);
 
-cpTest(
+cpKubectlTest(
   'kubectl delete: the pod is terminated gracefully, then gone; a static pod shows as a mirror pod',
   async (t) => {
     const env = await startControlPlane();
@@ -238,7 +258,7 @@ cpTest(
   },
 );
 
-cpTest(
+cpKubectlTest(
   'a pod the node cannot admit is Failed with OutOfcpu; the kubelet keeps running the others',
   async (t) => {
     const env = await startControlPlane();
