@@ -28,7 +28,8 @@ Modes:
   userspace    nodelet listens and splices connections itself; no root needed
 
 Flags:
-  --mode MODE                    iptables | nftables | ipvs | userspace (default iptables as root, else userspace)
+  --mode MODE                    iptables | nftables | ipvs | userspace (default as root: iptables if
+                                 installed, else nftables if nft is, else userspace; userspace without root)
   --kubeconfig FILE              list and watch Services and EndpointSlices on the cluster of this kubeconfig
   --master URL                   the API server; overrides the kubeconfig's server (alone: no credentials)
   --services FILE_OR_DIR         Services and EndpointSlices from YAML/JSON files instead, re-read on change

@@ -22,8 +22,9 @@ Flags:
   --nodes N           simulated nodes on the fake runtime (default 1)
   --hostname-override NAME
                       name of the node, or of nodes NAME-1..NAME-N (default: the hostname)
-  --proxy-mode MODE   the proxy: iptables | nftables | ipvs | userspace | none (default iptables as
-                      root, else userspace; none runs no proxy)
+  --proxy-mode MODE   the proxy: iptables | nftables | ipvs | userspace | none (default: as root,
+                      iptables if installed, else nftables if nft is, else userspace; userspace
+                      without root; none runs no proxy)
   --config FILE       a NodeletConfiguration whose proxy: section configures the proxy, as for
                       nodelet proxy --config (mode, iptables/nftables/ipvs sections, minSyncPeriod, …)
   --v N               log verbosity: 0-1 info, 2 and up debug (default 0)
