@@ -226,7 +226,7 @@ test('startup errors are one line on stderr and exit 1', async (t) => {
   t.is(k.code, 1);
   const errorLines = k.stderr.split('\n').filter((l) => l.startsWith('nodelet:'));
   t.deepEqual(errorLines, [
-    `nodelet: readOnlyPort ${port} on 127.0.0.1 is already in use; choose another with readOnlyPort (0 disables it)`,
+    `nodelet: read-only port ${port} on 127.0.0.1 is already in use; choose another with the flag --read-only-port or the config field readOnlyPort (0 disables it)`,
   ]);
   t.notRegex(k.stderr, /\n\s+at /, 'no stack trace');
 });

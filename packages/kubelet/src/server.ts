@@ -57,7 +57,7 @@ export class ReadOnlyServer {
         reject(
           err.code === 'EADDRINUSE'
             ? new Error(
-                `readOnlyPort ${port} on ${address} is already in use; choose another with readOnlyPort (0 disables it)`,
+                `read-only port ${port} on ${address} is already in use; choose another with the flag --read-only-port or the config field readOnlyPort (0 disables it)`,
               )
             : err,
         ),

@@ -1,4 +1,4 @@
-import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { mkdir, rm, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import test from 'ava';
@@ -114,6 +114,26 @@ test('a bad new file contributes nothing and is reported once; the good files ar
   t.is(
     lines[0]!.message,
     `rejected static pod manifest: ${join(dir, 'web.yaml')}: pod "web": spec.containers: Required value; it has no pods running`,
+  );
+});
+
+test('a manifest file larger than an object can be (1.5 MiB) is refused before it is read, naming its size; the others run', async (t) => {
+  const { dir, cleanup } = await tempDir();
+  t.teardown(cleanup);
+  await writeFile(join(dir, 'db.yaml'), podYaml('db'));
+  const huge = join(dir, 'huge.yaml');
+  await writeFile(huge, podYaml('huge'));
+  await truncate(huge, 50 * 1024 * 1024); // a sparse 50 MB file: nothing of it is read
+  const { source, snapshots, clock, sink } = setup(dir);
+  source.start();
+  t.teardown(() => source.stop());
+  await eventually(() => snapshots.length === 1, clock);
+  t.deepEqual(names(snapshots[0]!), ['db-node1']);
+  const lines = sink.find('rejected static pod manifest');
+  t.is(lines.length, 1);
+  t.is(
+    lines[0]!.message,
+    `rejected static pod manifest: ${huge} is 52428800 bytes, larger than any object can be: the API server's request limit is 1.5 MiB (1572864 bytes); split it into smaller manifests; it has no pods running`,
   );
 });
 

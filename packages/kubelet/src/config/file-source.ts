@@ -12,7 +12,7 @@ import {
   Subject,
   type Subscription,
 } from 'rxjs';
-import { parseManifests } from './manifest.js';
+import { MAX_MANIFEST_BYTES, manifestTooLarge, parseManifests } from './manifest.js';
 import type { PodSource } from './source.js';
 import { applyStaticPodDefaults } from './static-pod.js';
 
@@ -214,6 +214,8 @@ export class FileSource implements PodSource {
         );
         return { skip: true };
       }
+      // Refused before reading: a huge file would be read and parsed whole for nothing.
+      if (fileInfo.size > MAX_MANIFEST_BYTES) return { error: manifestTooLarge(file, fileInfo.size) };
       return { content: await readFile(file, 'utf8') };
     } catch (err) {
       if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { skip: true }; // removed while listing

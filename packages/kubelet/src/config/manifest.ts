@@ -1,6 +1,18 @@
 import { findSchemaErrors, formatFieldError, type Pod, validatePod } from '@nodelet/api';
 import { parseAllDocuments } from 'yaml';
 
+/**
+ * The largest manifest file or URL body the kubelet reads: no object can be larger than the API
+ * server's request limit (3 MiB / 2 = 1.5 MiB), and reading a bigger one whole would hold the kubelet's
+ * memory for nothing. Checked before reading (a file's size, a response's Content-Length) and while reading.
+ */
+export const MAX_MANIFEST_BYTES = (3 * 1024 * 1024) / 2;
+
+/** Why a manifest of `size` bytes is refused (`what`: the file or URL), naming the limit. */
+export function manifestTooLarge(what: string, size: number | string): string {
+  return `${what} is ${size} bytes, larger than any object can be: the API server's request limit is 1.5 MiB (${MAX_MANIFEST_BYTES} bytes); split it into smaller manifests`;
+}
+
 export interface ParsedManifests {
   /** The pods of the documents that passed every check (defaulted when `defaults` was given). */
   pods: Pod[];

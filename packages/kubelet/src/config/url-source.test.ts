@@ -146,3 +146,24 @@ test('an unreachable URL is logged with the cause and no pods', async (t) => {
   await eventually(() => sink.find('could not be read').length === 1, clock);
   t.regex(sink.find('could not be read')[0]!.message, /ECONNREFUSED.*; no pods from it yet$/);
 });
+
+test('a body larger than an object can be (1.5 MiB) is refused while it is read, naming the limit; the last good pods are kept', async (t) => {
+  const { state, url } = await serve(t);
+  const { source, snapshots, clock, sink } = setup(url);
+  source.start();
+  t.teardown(() => source.stop());
+  await eventually(() => snapshots.length === 1, clock);
+  state.reply = { status: 200, body: `${podYaml('web')}# ${'x'.repeat(2 * 1024 * 1024)}\n` };
+  await clock.advance(20_000);
+  await eventually(() => sink.find('larger than any object can be').length > 0, clock);
+  t.regex(
+    sink.find('larger than any object can be')[0]!.message,
+    new RegExp(
+      `manifest URL ${url.replace(/[.]/g, '\\.')} is (2\\d{6}|more than 1572864) bytes, larger than any object can be: the API server's request limit is 1\\.5 MiB \\(1572864 bytes\\)`,
+    ),
+  );
+  t.deepEqual(
+    source.pods().map((p) => p.metadata!.name),
+    ['web-node1'],
+  );
+});

@@ -2,7 +2,7 @@ import { STATUS_CODES } from 'node:http';
 import type { Pod } from '@nodelet/api';
 import type { Clock, EventBus, Logger } from '@nodelet/kernel';
 import { interval, type Observable, ReplaySubject, type Subscription } from 'rxjs';
-import { parseManifests } from './manifest.js';
+import { MAX_MANIFEST_BYTES, manifestTooLarge, parseManifests } from './manifest.js';
 import type { PodSource } from './source.js';
 import { applyStaticPodDefaults } from './static-pod.js';
 
@@ -19,7 +19,7 @@ export interface UrlSourceOptions {
   checkFrequencyMs?: number;
   /** Per-request timeout, on the kernel clock. Default 10 s, as upstream's client. */
   timeoutMs?: number;
-  /** Largest body read. Default 10 MiB, as upstream. */
+  /** Largest body read. Default 1.5 MiB, the largest an object can be (MAX_MANIFEST_BYTES). */
   maxBytes?: number;
 }
 
@@ -50,7 +50,7 @@ export class UrlSource implements PodSource {
   constructor(private readonly options: UrlSourceOptions) {
     this.period = options.checkFrequencyMs ?? 20_000;
     this.timeoutMs = options.timeoutMs ?? 10_000;
-    this.maxBytes = options.maxBytes ?? 10 * 1024 * 1024;
+    this.maxBytes = options.maxBytes ?? MAX_MANIFEST_BYTES;
     this.snapshots$ = this.subject.asObservable();
   }
 
@@ -181,6 +181,11 @@ class HttpFailure extends Error {}
 
 async function readAtMost(response: Response, maxBytes: number): Promise<string> {
   if (!response.body) return '';
+  const length = Number(response.headers.get('content-length') ?? NaN);
+  if (length > maxBytes) {
+    await response.body.cancel();
+    throw new HttpFailure(limitMessage(`manifest URL ${response.url}`, length, maxBytes));
+  }
   const chunks: Uint8Array[] = [];
   let total = 0;
   const reader = response.body.getReader();
@@ -190,11 +195,17 @@ async function readAtMost(response: Response, maxBytes: number): Promise<string>
     total += value.byteLength;
     if (total > maxBytes) {
       await reader.cancel();
-      throw new HttpFailure(`manifest URL ${response.url} sent more than ${maxBytes} bytes`);
+      throw new HttpFailure(limitMessage(`manifest URL ${response.url}`, `more than ${maxBytes}`, maxBytes));
     }
     chunks.push(value);
   }
   return Buffer.concat(chunks).toString('utf8');
+}
+
+function limitMessage(what: string, size: number | string, maxBytes: number): string {
+  return maxBytes === MAX_MANIFEST_BYTES
+    ? manifestTooLarge(what, size)
+    : `${what} is ${size} bytes, more than the limit of ${maxBytes}`;
 }
 
 function describe(err: unknown): string {
