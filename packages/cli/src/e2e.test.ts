@@ -38,7 +38,7 @@ test.serial(
     const row = await pollUntil(
       'nginx-node1 to be Running',
       async () => find(await k.rows(), 'nginx-node1').find((r) => r.STATUS === 'Running'),
-      { timeoutMs: 10_000, intervalMs: 50 },
+      { timeoutMs: 30_000, intervalMs: 50 },
     );
     const elapsed = Date.now() - start;
     t.log(`nginx-node1 Running ${elapsed} ms after its manifest was written`);
@@ -91,7 +91,7 @@ test.serial('the docs examples run on the fake runtime; -o wide, -A, -n, -o name
       const rows = await k.rows('-o', 'wide');
       return rows.length === 2 && rows.every((r) => r.STATUS === 'Running') ? rows : undefined;
     },
-    { timeoutMs: 10_000 },
+    { timeoutMs: 30_000 },
   );
   // Static pods are named <name>-<node name in lower case>.
   t.deepEqual(
@@ -141,7 +141,7 @@ test.serial(
       'web-node1 to be Running',
       async () => find(await k.rows(), 'web-node1').find((r) => r.STATUS === 'Running'),
       {
-        timeoutMs: 10_000,
+        timeoutMs: 30_000,
       },
     );
 
@@ -159,7 +159,7 @@ test.serial(
       'the rejection to be logged',
       async () => (rejected().length > 0 ? rejected() : undefined),
       {
-        timeoutMs: 10_000,
+        timeoutMs: 30_000,
         describe: () => k.stderr(),
       },
     );
@@ -172,7 +172,7 @@ test.serial(
       'fixme-node1 to be Running',
       async () => find(await k.rows(), 'fixme-node1').find((r) => r.STATUS === 'Running'),
       {
-        timeoutMs: 10_000,
+        timeoutMs: 30_000,
       },
     );
     t.like(find(await k.rows(), 'web-node1'), [{ STATUS: 'Running' }]);

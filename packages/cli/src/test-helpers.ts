@@ -155,7 +155,7 @@ export class KubeletProcess {
         if (exited) throw new Error(`nodelet kubelet exited during startup:\n${k.stderrText}`);
         return k.stderrText.includes('nodelet kubelet running') ? true : undefined;
       },
-      { timeoutMs: 15_000, intervalMs: 50, describe: () => k.stderrText },
+      { timeoutMs: 45_000, intervalMs: 50, describe: () => k.stderrText },
     );
     return k;
   }
