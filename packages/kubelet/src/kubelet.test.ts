@@ -269,3 +269,15 @@ test('pods deleted while the kubelet was down are cleaned up once the sources we
   t.is((await h.runtime.listPodSandbox({})).items.length, 0);
   await second.stop();
 });
+
+test('container IDs name the runtime as its CRI Version does: <runtimeName>://<id> (the fake runtime is nodelet-fake)', async (t) => {
+  const h = await startHarness();
+  h.source.set([makePod('job', { restartPolicy: 'Never' }, { [`${B}main`]: 'exitAfter=5s,exitCode=0' })]);
+  await h.clock.advance(1_000);
+  const running = h.status('uid-job').containerStatuses![0]!;
+  t.regex(running.containerID!, /^nodelet-fake:\/\/[0-9a-f]{64}$/);
+  await h.clock.advance(10_000);
+  const done = h.status('uid-job').containerStatuses![0]!.state?.terminated;
+  t.is(done?.containerID, running.containerID);
+  await h.kubelet.stop();
+});

@@ -199,6 +199,7 @@ export class Kubelet implements PodSyncer {
       bus.subscribe(['[Source] Pod Added', '[Source] Pod Updated'], (e) => this.handlePodUpsert(e.pod)),
       bus.subscribe('[Source] Pod Removed', (e) => this.handlePodRemoved(e.pod)),
     );
+    await this.learnRuntimeName();
     this.nodeAgent?.start();
     for (const source of this.sources) this.podConfig.attach(source);
     this.pleg.start();
@@ -207,6 +208,24 @@ export class Kubelet implements PodSyncer {
       node: this.options.nodeName,
       sources: this.sources.map((s) => s.name).join(','),
     });
+  }
+
+  /**
+   * The runtime's name from CRI Version, for container IDs (`<name>://<id>`). A runtime that does not
+   * answer now is asked again by the next status update; until then IDs say `containerd`.
+   */
+  private runtimeName: string | undefined;
+  private askingRuntimeName = false;
+  private async learnRuntimeName(): Promise<void> {
+    if (this.runtimeName !== undefined || this.askingRuntimeName) return;
+    this.askingRuntimeName = true;
+    try {
+      this.runtimeName = (await this.deps.runtime.version({ version: 'v1' })).runtimeName || 'containerd';
+    } catch {
+      // asked again later
+    } finally {
+      this.askingRuntimeName = false;
+    }
   }
 
   async stop(): Promise<void> {
@@ -391,7 +410,9 @@ export class Kubelet implements PodSyncer {
       now: this.deps.clock.now(),
       previous: this.statusManager.get(uid),
       terminal,
+      ...(this.runtimeName !== undefined ? { runtimeName: this.runtimeName } : {}),
     });
+    if (this.runtimeName === undefined) void this.learnRuntimeName();
     this.statusManager.set(pod, status);
   }
 

@@ -41,6 +41,11 @@ export interface StatusInputs {
   previous?: PodStatus;
   /** True once the kubelet has stopped the pod for good (terminal). */
   terminal?: boolean;
+  /**
+   * The runtime's name as CRI Version reports it (`containerd`, `cri-o`, `nodelet-fake`): container IDs
+   * are `<runtimeName>://<id>`, as upstream. Default `containerd`.
+   */
+  runtimeName?: string;
 }
 
 // The last second formatted: a sync formats "now" several times, and many syncs fall in the same second.
@@ -56,7 +61,7 @@ export const rfc3339 = (ms: number): string => {
   return lastText;
 };
 
-function terminatedState(c: RuntimeContainer): ContainerState {
+function terminatedState(c: RuntimeContainer, runtimeName: string): ContainerState {
   const reason = c.reason || (c.exitCode === 0 ? 'Completed' : 'Error');
   return {
     terminated: {
@@ -65,7 +70,7 @@ function terminatedState(c: RuntimeContainer): ContainerState {
       ...(c.message ? { message: c.message } : {}),
       startedAt: c.startedAt ? rfc3339(c.startedAt) : undefined,
       finishedAt: c.finishedAt ? rfc3339(c.finishedAt) : undefined,
-      containerID: `containerd://${c.id}`,
+      containerID: `${runtimeName}://${c.id}`,
     } as any,
   };
 }
@@ -88,9 +93,10 @@ export function containerStatus(
     state: { waiting: { reason: defaultWaiting } },
     lastState: {},
   };
-  if (latest) status.containerID = `containerd://${latest.id}`;
+  const runtimeName = inputs.runtimeName ?? 'containerd';
+  if (latest) status.containerID = `${runtimeName}://${latest.id}`;
   const previous = previousContainer(inputs.runtime, container.name);
-  if (previous && previous.state === 'exited') status.lastState = terminatedState(previous);
+  if (previous && previous.state === 'exited') status.lastState = terminatedState(previous, runtimeName);
 
   if (latest?.state === 'running') {
     status.state = { running: { startedAt: rfc3339(latest.startedAt) } };
@@ -101,9 +107,9 @@ export function containerStatus(
     // with the dead one as lastState — as kubectl users know it.
     if (waiting) {
       status.state = { waiting: { reason: waiting.reason, message: waiting.message } };
-      status.lastState = terminatedState(latest);
+      status.lastState = terminatedState(latest, runtimeName);
     } else {
-      status.state = terminatedState(latest);
+      status.state = terminatedState(latest, runtimeName);
     }
   } else if (waiting) {
     status.state = { waiting: { reason: waiting.reason, message: waiting.message } };

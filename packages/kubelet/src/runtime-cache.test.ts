@@ -33,8 +33,10 @@ function countingKubelet(clock = new VirtualClock(), fake?: FakeRuntime, houseke
       if (typeof value !== 'function' || typeof prop !== 'string') return value;
       return async (...args: unknown[]) => {
         // A List* call with a filter reads one pod; without, it is PLEG or housekeeping reading them all.
+        // Version is of the runtime, not of a pod (the kubelet asks it at start, for container IDs).
         const filter = (args[0] as { filter?: { labelSelector?: object } } | undefined)?.filter;
-        const key = prop.startsWith('list') && !filter?.labelSelector ? `${prop}(all)` : prop;
+        const key =
+          (prop.startsWith('list') && !filter?.labelSelector) || prop === 'version' ? `${prop}(all)` : prop;
         calls.set(key, (calls.get(key) ?? 0) + 1);
         if (!key.endsWith('(all)')) order.push(key);
         await before.get(prop)?.();
