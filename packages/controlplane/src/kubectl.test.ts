@@ -1,25 +1,19 @@
-import test, { type Implementation } from 'ava';
+import test from 'ava';
 import { spawn } from 'node:child_process';
-import { accessSync, constants } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
-import { kubectlPath, readyNode, startCluster, waitFor, type TestCluster } from './test-helpers.js';
+import {
+  kubectlMissing,
+  kubectlPath,
+  kubectlTests,
+  readyNode,
+  startCluster,
+  waitFor,
+  type TestCluster,
+} from './test-helpers.js';
 
 // The real kubectl against a control plane started here (temporary data directory, a free port).
 // Without kubectl: one skipped test saying so, or under CI=true one failing test.
-const kubectlMissing = (() => {
-  try {
-    accessSync(kubectlPath, constants.X_OK);
-    return undefined;
-  } catch {
-    return `kubectl not found at ${kubectlPath} (set KUBECTL, or apt-get install kubernetes-client)`;
-  }
-})();
-if (kubectlMissing && process.env.CI === 'true')
-  test('kubectl is required in CI (CI=true)', (t) => t.fail(kubectlMissing));
-else if (kubectlMissing) test.skip(`${kubectlMissing}; skipping the kubectl tests`, () => undefined);
-const serial = (title: string, fn: Implementation<[]>): void => {
-  if (!kubectlMissing) test.serial(title, fn);
-};
+const serial = kubectlTests(test);
 
 let c: TestCluster;
 
