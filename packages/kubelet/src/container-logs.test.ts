@@ -1,4 +1,5 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { getEventListeners } from 'node:events';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -8,7 +9,13 @@ import type { ContainerStatus } from '@nodelet/api';
 import { formatCriLogLine } from '@nodelet/cri';
 import { createLogger, EventBus, MemorySink, VirtualClock } from '@nodelet/kernel';
 import { FakeRuntime } from '@nodelet/runtime-fake';
-import { CriLogDecoder, decodeCriLog, logContainerId, tailLines } from './container-logs.js';
+import {
+  CriLogDecoder,
+  decodeCriLog,
+  followContainerLog,
+  logContainerId,
+  tailLines,
+} from './container-logs.js';
 import { Kubelet } from './kubelet.js';
 import { ReadOnlyServer } from './server.js';
 import { makePod, TestSource } from './test-harness.js';
@@ -177,4 +184,34 @@ test('/containerLogs on the read-only port: the current and the previous instanc
   });
   t.is((await get(port, '/containerLogs/default/web')).status, 400);
   t.is((await get(port, '/containerLogs/default/web/main?tailLines=x')).status, 400);
+});
+
+test('following a log keeps one abort listener however many times it polls (no MaxListenersExceededWarning)', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'nodelet-follow-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const path = join(dir, '0.log');
+  writeFileSync(path, '');
+  const controller = new AbortController();
+  const listeners: number[] = [];
+  let polls = 0;
+  const done = followContainerLog(
+    path,
+    0,
+    () => undefined,
+    async () => {
+      polls++;
+      listeners.push(getEventListeners(controller.signal, 'abort').length);
+      if (polls >= 30) controller.abort();
+      return true;
+    },
+    controller.signal,
+    { pollMs: 1, checkEveryMs: 0 },
+  );
+  await done;
+  t.is(polls, 30);
+  t.true(
+    listeners.every((n) => n <= 1),
+    `abort listeners while polling: ${listeners.join(',')}`,
+  );
+  t.is(getEventListeners(controller.signal, 'abort').length, 0, 'none left when it returns');
 });

@@ -192,9 +192,16 @@ export async function followContainerLog(
           return;
         }
       }
+      // One abort listener per wait, removed when the wait ends: a listener left per poll added up to
+      // MaxListenersExceededWarning after 11 polls of one `kubectl logs -f`.
       await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, pollMs);
-        signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+        const done = () => {
+          clearTimeout(timer);
+          signal.removeEventListener('abort', done);
+          resolve();
+        };
+        const timer = setTimeout(done, pollMs);
+        signal.addEventListener('abort', done, { once: true });
       });
     }
   } finally {
