@@ -1,5 +1,6 @@
 import test from 'ava';
 import { createLogger, EventBus, MemorySink } from '@nodelet/kernel';
+import { podCells } from '@nodelet/api';
 import { Kubelet } from './kubelet.js';
 import { makePod, recordStarts, startHarness, TestSource } from './test-harness.js';
 import { tmpdir } from 'node:os';
@@ -62,6 +63,32 @@ test('OnFailure: a container that exits 0 makes the pod Succeeded and is not res
   t.is(status.phase, 'Succeeded');
   t.is(status.containerStatuses![0]!.state?.terminated?.reason, 'Completed');
   t.is(status.conditions?.find((c) => c.type === 'Ready')?.reason, 'PodCompleted');
+  await h.kubelet.stop();
+});
+
+test('a pod its source removed lists as Terminating until it is gone, not Running or Error (143)', async (t) => {
+  const h = await startHarness();
+  // Shuts down 3 s after SIGTERM, with 143 (128 + SIGTERM).
+  h.source.set([makePod('web', { terminationGracePeriodSeconds: 30 }, { [`${B}main`]: 'stopDelay=3s' })]);
+  await h.clock.advance(2_000);
+  const listed = () => h.kubelet.podList().items.find((p) => p.metadata?.name === 'web');
+  t.is(podCells(listed()!, h.clock.now()).status, 'Running');
+  h.source.set([]);
+  const removedAt = h.clock.now();
+  const seen = new Set<string>();
+  let steps = 0;
+  for (let pod = listed(); pod && steps < 100; pod = listed(), steps++) {
+    seen.add(podCells(pod, h.clock.now()).status);
+    t.is(
+      pod.metadata!.deletionTimestamp,
+      new Date(Math.floor(removedAt / 1000) * 1000).toISOString().replace('.000Z', 'Z'),
+    );
+    t.is(pod.metadata!.deletionGracePeriodSeconds, 30);
+    await h.clock.advance(50);
+  }
+  t.true(steps >= 3000 / 50, `listed for the ${steps * 50} ms its container took to stop`);
+  t.is(listed(), undefined, 'gone once terminated');
+  t.deepEqual([...seen], ['Terminating']);
   await h.kubelet.stop();
 });
 

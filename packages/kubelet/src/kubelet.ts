@@ -9,7 +9,7 @@ import { ImagePuller, podRef } from './image-puller.js';
 import { KubeRuntime, NODE_NAME_LABEL } from './kuberuntime.js';
 import { GenericPleg, type PlegChange } from './pleg.js';
 import type { ProbeVerdicts } from './pod-actions.js';
-import { generatePodStatus, type WaitingReason } from './pod-status.js';
+import { generatePodStatus, rfc3339, type WaitingReason } from './pod-status.js';
 import { type ProbeHandler, ProberManager } from './prober/index.js';
 import { type PodSyncer, PodWorkers, type SyncOutcome } from './pod-workers.js';
 import { RuntimeCache } from './runtime-cache.js';
@@ -78,6 +78,8 @@ export class Kubelet implements PodSyncer {
   private readonly desired = new Map<string, Pod>();
   /** Pods being terminated: still reported until they are gone. */
   private readonly terminating = new Map<string, Pod>();
+  /** When each pod in `terminating` was removed by its source: its deletion time in `/pods`. */
+  private readonly removedAt = new Map<string, number>();
   private readonly waiting = new Map<string, Map<string, WaitingReason>>();
   private readonly sources: PodSource[] = [];
   /** What is known of the runtime between reads (shared by PLEG and KubeRuntime). */
@@ -244,9 +246,27 @@ export class Kubelet implements PodSyncer {
   podList(): PodList {
     const items: Pod[] = [];
     for (const [uid, pod] of [...this.desired, ...this.terminating]) {
-      items.push({ ...pod, status: this.statusManager.get(uid) ?? { phase: 'Pending' } });
+      items.push({
+        ...this.withDeletion(uid, pod),
+        status: this.statusManager.get(uid) ?? { phase: 'Pending' },
+      });
     }
     return { kind: 'PodList', apiVersion: 'v1', metadata: {}, items };
+  }
+
+  /**
+   * A pod its source removed (a static manifest deleted) is being deleted as an API pod is: it is listed
+   * with the deletionTimestamp and grace of its kill, so it prints `Terminating` (as upstream's mirror
+   * pod does), not the `Running` it was or the `Error` its SIGTERM exit (143) reads as.
+   */
+  private withDeletion(uid: string, pod: Pod): Pod {
+    const at = this.removedAt.get(uid);
+    if (at === undefined || pod.metadata?.deletionTimestamp) return pod;
+    const grace = pod.spec?.terminationGracePeriodSeconds ?? 30;
+    return {
+      ...pod,
+      metadata: { ...pod.metadata, deletionTimestamp: rfc3339(at), deletionGracePeriodSeconds: grace },
+    };
   }
 
   getPod(namespace: string, name: string): Pod | undefined {
@@ -300,6 +320,7 @@ export class Kubelet implements PodSyncer {
       return;
     }
     this.terminating.set(uid, known);
+    if (!this.removedAt.has(uid)) this.removedAt.set(uid, this.deps.clock.now());
     this.prober.stopLivenessAndStartup(uid);
     this.workers.killPod(uid);
   }
@@ -387,6 +408,7 @@ export class Kubelet implements PodSyncer {
     this.plegNews.delete(uid);
     this.prober.removePod(uid);
     this.terminating.delete(uid);
+    this.removedAt.delete(uid);
     this.waiting.delete(uid);
     this.statusManager.delete(uid);
     this.deps.bus.emit('[PodWorker] Pod Terminated', {
