@@ -142,7 +142,7 @@ export class HealthzServer {
         reject(
           err.code === 'EADDRINUSE'
             ? new Error(
-                `healthz address ${host}:${port} is already in use; choose another with healthzBindAddress ("" disables it)`,
+                `healthz address ${host}:${port} is already in use; choose another with --healthz-bind-address or the config field healthzBindAddress ("" disables it)`,
               )
             : err,
         ),
