@@ -1,13 +1,8 @@
-import { mkdtempSync } from 'node:fs';
 import { Socket } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
 import type { Container, Pod } from '@nodelet/api';
-import { createLogger, Kernel, MemorySink, VirtualClock } from '@nodelet/kernel';
-import { runtimeFakePlugin } from '@nodelet/runtime-fake';
-import { KubeletCapability, kubeletPlugin } from '../plugin.js';
-import { makePod, TestSource } from '../test-harness.js';
+import { makePod } from '../test-harness.js';
+import { startFakeNode } from './fake-node.js';
 import { grpcHandler, httpGetHandler, tcpSocketHandler } from './handlers.js';
 import type { ProbeHandler } from './probe-handler.js';
 
@@ -46,28 +41,6 @@ function spy(t: ExecutionContext): { handlerCalls: string[]; connects: string[] 
   return { handlerCalls, connects };
 }
 
-async function startKubelet(t: ExecutionContext) {
-  const clock = new VirtualClock();
-  const logs = new MemorySink();
-  const logger = createLogger({ sink: logs.sink, now: () => clock.now() });
-  const source = new TestSource();
-  const dir = mkdtempSync(join(tmpdir(), 'nodelet-fake-probes-'));
-  const kernel = new Kernel({ clock, logger }).use(runtimeFakePlugin, {}).use(kubeletPlugin, {
-    nodeName: 'sim-1',
-    hostIP: '192.0.2.1',
-    rootDir: join(dir, 'root'),
-    podLogsDir: join(dir, 'logs'),
-    readOnlyPort: 0,
-    address: '127.0.0.1',
-    sources: [source],
-  });
-  await kernel.start();
-  t.teardown(() => kernel.stop());
-  const kubelet = kernel.get(KubeletCapability);
-  const status = (name: string) => kubelet.getPod('default', name)?.status ?? {};
-  return { clock, source, kubelet, status };
-}
-
 const probed = (name: string, probe: Pick<Container, 'readinessProbe'>['readinessProbe']): Container => ({
   name,
   image: 'busybox:1.36',
@@ -97,7 +70,7 @@ test.serial(
   'httpGet, tcpSocket and grpc probes of a fake pod: Ready and staying Ready, no socket opened',
   async (t) => {
     const { handlerCalls, connects } = spy(t);
-    const { clock, source, status } = await startKubelet(t);
+    const { clock, source, status } = await startFakeNode(t);
     source.set([threeKinds('sim')]);
     await clock.advance(2_000);
     t.regex(status('sim').podIP ?? '', /^10\.244\.\d+\.\d+$/, 'a simulated pod IP');
@@ -122,7 +95,7 @@ test.serial(
 
 test.serial('readinessFail makes the pod NotReady and keeps it running', async (t) => {
   const { handlerCalls, connects } = spy(t);
-  const { clock, source, status, kubelet } = await startKubelet(t);
+  const { clock, source, status, kubelet } = await startFakeNode(t);
   source.set([threeKinds('unready', { 'runtime-fake.nodelet.dev/db': 'readinessFail' })]);
   await clock.advance(30_000);
   const s = status('unready');
@@ -152,7 +125,7 @@ test.serial(
   'probeFailAfter: liveness restarts the container, again and again, with CrashLoop back-off',
   async (t) => {
     const { handlerCalls, connects } = spy(t);
-    const { clock, source, status, kubelet } = await startKubelet(t);
+    const { clock, source, status, kubelet } = await startFakeNode(t);
     // Each new container passes 2 probes of each type, then fails: ready, unready, restarted.
     source.set([threeKinds('flaky', { 'runtime-fake.nodelet.dev/web': 'probeFailAfter=2' })]);
     const web = () => (status('flaky').containerStatuses ?? []).find((c) => c.name === 'web')!;

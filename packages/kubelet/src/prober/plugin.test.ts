@@ -1,11 +1,7 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import test from 'ava';
-import { createLogger, definePlugin, Kernel, VirtualClock } from '@nodelet/kernel';
-import { runtimeFakePlugin } from '@nodelet/runtime-fake';
-import { KubeletCapability, kubeletPlugin } from '../plugin.js';
-import { makePod, TestSource } from '../test-harness.js';
+import { definePlugin } from '@nodelet/kernel';
+import { makePod } from '../test-harness.js';
+import { startFakeNode } from './fake-node.js';
 import { type ProbeHandler, ProbeHandlerCapability } from './probe-handler.js';
 
 /**
@@ -38,25 +34,8 @@ test('a plugin providing probe.handler replaces the built-in httpGet handler', a
     },
   });
 
-  const clock = new VirtualClock();
-  const logger = createLogger({ sink: () => {}, now: () => clock.now() });
-  const source = new TestSource();
-  const dir = mkdtempSync(join(tmpdir(), 'nodelet-probe-plugin-'));
-  const kernel = new Kernel({ clock, logger })
-    .use(runtimeFakePlugin, {})
-    .use(probeTable)
-    .use(kubeletPlugin, {
-      nodeName: 'sim-1',
-      hostIP: '192.0.2.1',
-      rootDir: join(dir, 'root'),
-      podLogsDir: join(dir, 'logs'),
-      readOnlyPort: 0,
-      address: '127.0.0.1',
-      sources: [source],
-    });
-  await kernel.start();
-  t.teardown(() => kernel.stop());
-  const kubelet = kernel.get(KubeletCapability);
+  // probe-table is loaded after runtime-fake, so its httpGet replaces the fake runtime's too.
+  const { clock, source, kubelet } = await startFakeNode(t, [probeTable]);
 
   source.set([
     makePod('web', {
