@@ -1,4 +1,6 @@
 import { asyncScheduler, type SchedulerLike, VirtualTimeScheduler } from 'rxjs';
+import { type Deadline, startDeadline } from './deadline.js';
+import { type Loop, type LoopOptions, startLoop, type StepResult } from './loop.js';
 
 /**
  * Time for all of nodelet. Every timer, interval, timeout and backoff reads a Clock, so a test can run
@@ -19,6 +21,14 @@ export interface Clock {
    * test under VirtualClock stays deterministic.
    */
   track<T>(work: Promise<T>): Promise<T>;
+  /**
+   * Runs `step` now (or after `initialDelay`) and again `period` after each run ends, one run at a time;
+   * a failed run (it throws or returns false) waits the next `backoff` delay instead. `kick()` runs it
+   * early, `stop()` ends it. Upstream's `wait.BackoffUntil`.
+   */
+  loop(step: () => StepResult | Promise<StepResult>, options: LoopOptions): Loop;
+  /** An AbortSignal that aborts `ms` from now on this clock (or when `parent` aborts); cancel it when done. */
+  deadline(ms: number, parent?: AbortSignal): Deadline;
 }
 
 abstract class SchedulerClock implements Clock {
@@ -32,6 +42,14 @@ abstract class SchedulerClock implements Clock {
   setTimeout(fn: () => void, ms: number): () => void {
     const subscription = this.scheduler.schedule(fn, Math.max(0, ms));
     return () => subscription.unsubscribe();
+  }
+
+  loop(step: () => StepResult | Promise<StepResult>, options: LoopOptions): Loop {
+    return startLoop(this, step, options);
+  }
+
+  deadline(ms: number, parent?: AbortSignal): Deadline {
+    return startDeadline((fn, delay) => this.setTimeout(fn, delay), ms, parent);
   }
 
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
