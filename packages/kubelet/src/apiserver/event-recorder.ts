@@ -8,8 +8,8 @@ import {
   type KubeApi,
   type ObjectReference,
   rfc3339Seconds,
-} from './kube-api.js';
-import { TokenBucket } from './rate-limiter.js';
+} from '@nodelet/client';
+import { TokenBucket } from '@nodelet/client';
 
 export type EventType = 'Normal' | 'Warning';
 

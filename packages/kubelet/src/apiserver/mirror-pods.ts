@@ -1,6 +1,6 @@
 import { ConfigHashAnnotation, ConfigMirrorAnnotation, ConfigSourceAnnotation, type Pod } from '@nodelet/api';
 import { type Clock, errorMessage, type Logger } from '@nodelet/kernel';
-import { isAlreadyExists, isConflict, isNotFound, type KubeApi, type Node } from './kube-api.js';
+import { isAlreadyExists, isConflict, isNotFound, type KubeApi, type Node } from '@nodelet/client';
 import { isMirrorPod } from './api-source.js';
 
 export interface MirrorPodSources {

@@ -7,9 +7,9 @@ import type { Subscription } from 'rxjs';
 import type { PodConfig } from '../config/pod-config.js';
 import { admitPod, type AdmitResult } from './admission.js';
 import { ApiPodSource } from './api-source.js';
-import type { ClientNodeApi } from './client-node-api.js';
+import type { ClientNodeApi } from '@nodelet/client/client-node';
 import { EventRecorder } from './event-recorder.js';
-import { ApiError, type KubeApi, type Taint } from './kube-api.js';
+import { ApiError, type KubeApi, type Taint } from '@nodelet/client';
 import { MirrorPodManager } from './mirror-pods.js';
 import { NodeStatusController } from './node-controller.js';
 import { NodeLeaseController } from './node-lease.js';
@@ -276,7 +276,7 @@ export class NodeAgent {
   private async makeApi(): Promise<KubeApi> {
     // @kubernetes/client-node takes over a second to load: only a kubelet that joins a cluster pays it.
     const [{ ClientNodeApi, loadKubeConfig }, { bootstrapClientCredentials }] = await Promise.all([
-      import('./client-node-api.js'),
+      import('@nodelet/client/client-node'),
       import('./bootstrap.js'),
     ]);
     const { kubeconfig, bootstrapKubeconfig } = this.options;

@@ -1,7 +1,7 @@
 import type { RuntimeService } from '@nodelet/cri';
 import { type Clock, type EventBus, errorMessage, type Logger } from '@nodelet/kernel';
 import type { EventRecorder } from './event-recorder.js';
-import { isAlreadyExists, isNotFound, type KubeApi, type Node, type NodeStatus } from './kube-api.js';
+import { isAlreadyExists, isNotFound, type KubeApi, type Node, type NodeStatus } from '@nodelet/client';
 import {
   hostSystemInfo,
   initialNode,

@@ -1,5 +1,5 @@
 import { type Clock, errorMessage, type Logger } from '@nodelet/kernel';
-import { isConflict, isNotFound, type KubeApi, type Lease, type Node, rfc3339Micro } from './kube-api.js';
+import { isConflict, isNotFound, type KubeApi, type Lease, type Node, rfc3339Micro } from '@nodelet/client';
 
 export const NodeLeaseNamespace = 'kube-node-lease';
 

@@ -1,8 +1,8 @@
 import { canonicalJson, type Pod, type PodCondition, type PodStatus } from '@nodelet/api';
 import { type Clock, errorMessage, type EventBus, type Logger } from '@nodelet/kernel';
 import type { Subscription } from 'rxjs';
-import { mergePatch } from './merge-patch.js';
-import { isConflict, isNotFound, isTransient, type KubeApi } from './kube-api.js';
+import { mergePatch } from '@nodelet/client';
+import { isConflict, isNotFound, isTransient, type KubeApi } from '@nodelet/client';
 
 /** The API pods the kubelet's pods report to: the pod itself, or a static pod's mirror pod. */
 export interface StatusTargets {
