@@ -120,7 +120,8 @@ export class Reflector<T> {
   /** One list (when needed) and one watch, to its end. */
   private async step(): Promise<StepResult> {
     const loop = this.loop;
-    if (this.needList) {
+    const listing = this.needList;
+    if (listing) {
       let list: ObjectList<T>;
       try {
         list = await this.source.list();
@@ -134,17 +135,16 @@ export class Reflector<T> {
       this.version = list.resourceVersion;
       this.handler.replace(list.items, list.resourceVersion);
     }
-    return this.watchOnce(loop);
+    return this.watchOnce(loop, listing);
   }
 
-  private async watchOnce(loop: Loop | undefined): Promise<StepResult> {
+  private async watchOnce(loop: Loop | undefined, listed: boolean): Promise<StepResult> {
     if (loop?.stopped) return;
     const started = this.clock.now();
     let delivered = 0;
     let failure: ApiError | undefined;
     const handle = this.source.watch(this.version, (e) => {
       if (loop?.stopped || failure) return;
-      delivered++;
       const rv = (e.object as { metadata?: { resourceVersion?: string } } | undefined)?.metadata
         ?.resourceVersion;
       if (e.type === 'ERROR') {
@@ -153,6 +153,7 @@ export class Reflector<T> {
         handle.stop();
         return;
       }
+      delivered++;
       if (rv) this.version = rv;
       if (e.type !== 'BOOKMARK') this.handler.event(e.type, e.object);
     });
@@ -168,10 +169,11 @@ export class Reflector<T> {
     if (err) {
       // An ERROR event other than 410: what we hold may be wrong, list again (after a backoff).
       if (err === failure) this.needList = true;
-      const wait = delivered > 0 ? this.options.initialBackoffMs : this.retryAfter();
+      // After a list, or a watch that delivered, the connection was healthy: the backoff starts over.
+      const healthy = listed || delivered > 0;
+      const wait = healthy ? this.options.initialBackoffMs : this.retryAfter();
       this.options.onError?.('watch', err, wait);
-      // A watch that delivered was healthy: its failure waits the first backoff step only.
-      return delivered > 0 ? { after: wait } : false;
+      return healthy && (loop?.failures ?? 0) > 0 ? { after: wait } : false;
     }
     // Closed by the server (its timeout): watch again from where we are, unless it ended at once with
     // nothing in it — a server doing that every time is not hammered.
