@@ -1,4 +1,4 @@
-import type { Clock, Loop, StepResult } from '@nodelet/kernel';
+import { backoffDelay, type Clock, type Loop, type LoopOptions, type StepResult } from '@nodelet/kernel';
 import {
   ApiError,
   isGone,
@@ -98,11 +98,7 @@ export class Reflector<T> {
   start(): void {
     if (this.running) return;
     this.needList = true;
-    this.loop = this.clock.loop(() => this.step(), {
-      period: 0,
-      backoff: { initialMs: this.options.initialBackoffMs, maxMs: this.options.maxBackoffMs },
-      jitter: this.options.jitter ?? 0,
-    });
+    this.loop = this.clock.loop(() => this.step(), this.loopOptions);
   }
 
   stop(): void {
@@ -111,10 +107,14 @@ export class Reflector<T> {
     this.watchHandle = undefined;
   }
 
+  private get loopOptions(): LoopOptions {
+    const { initialBackoffMs, maxBackoffMs, jitter = 0 } = this.options;
+    return { period: 0, backoff: { initialMs: initialBackoffMs, maxMs: maxBackoffMs }, jitter };
+  }
+
   /** The wait after the failure being reported now (the loop counts it once the step returns). */
   private retryAfter(): number {
-    const { initialBackoffMs, maxBackoffMs } = this.options;
-    return Math.min(initialBackoffMs * 2 ** (this.loop?.failures ?? 0), maxBackoffMs);
+    return backoffDelay(this.loopOptions, (this.loop?.failures ?? 0) + 1);
   }
 
   /** One list (when needed) and one watch, to its end. */
