@@ -143,6 +143,8 @@ export class Reflector<T> {
     const started = this.clock.now();
     let delivered = 0;
     let failure: ApiError | undefined;
+    // Set once `watch` returns: an ERROR sent while it runs is stopped right after.
+    const opened: { handle?: WatchHandle } = {};
     const handle = this.source.watch(this.version, (e) => {
       if (loop?.stopped || failure) return;
       const rv = (e.object as { metadata?: { resourceVersion?: string } } | undefined)?.metadata
@@ -150,13 +152,15 @@ export class Reflector<T> {
       if (e.type === 'ERROR') {
         const status = (e.object ?? {}) as { code?: number; reason?: string; message?: string };
         failure = new ApiError(status.code ?? 0, status.reason ?? 'Unknown', status.message ?? 'watch error');
-        handle.stop();
+        opened.handle?.stop();
         return;
       }
       delivered++;
       if (rv) this.version = rv;
       if (e.type !== 'BOOKMARK') this.handler.event(e.type, e.object);
     });
+    opened.handle = handle;
+    if (failure) handle.stop();
     this.watchHandle = handle;
     const err = (await handle.done) ?? failure;
     if (this.watchHandle === handle) this.watchHandle = undefined;
