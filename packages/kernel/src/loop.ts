@@ -51,6 +51,16 @@ export interface Loop {
   readonly failures: number;
 }
 
+/**
+ * The wait after the `failures`-th consecutive failure (1 for the first), before jitter: what a step
+ * that is failing now will wait, for its log line (`loop.failures + 1` while the step runs).
+ */
+export function backoffDelay(options: Pick<LoopOptions, 'period' | 'backoff'>, failures: number): number {
+  if (!options.backoff) return options.period;
+  const { initialMs = options.period, maxMs, factor = 2 } = options.backoff;
+  return Math.min(initialMs * factor ** Math.max(0, failures - 1), maxMs);
+}
+
 /** The minimal timer the loop needs; every Clock has it. */
 export interface LoopTimer {
   now(): number;
@@ -81,11 +91,7 @@ export function startLoop(
 
   const waitAfter = (result: StepResult | undefined, failed: boolean): number => {
     if (!failed && result && typeof result === 'object') return result.after;
-    let wait = options.period;
-    if (failed && options.backoff) {
-      const { initialMs = options.period, maxMs, factor = 2 } = options.backoff;
-      wait = Math.min(initialMs * factor ** (failures - 1), maxMs);
-    }
+    const wait = failed ? backoffDelay(options, failures) : options.period;
     const jitter = options.jitter ?? 0;
     return jitter > 0 ? wait + random() * jitter * wait : wait;
   };

@@ -1,5 +1,6 @@
+import { connectKubeconfig } from '@nodelet/client';
 import { definePlugin } from '@nodelet/kernel';
-import { ApiSource, loadProxyKubeConfig } from './api-source.js';
+import { ApiSource } from './api-source.js';
 import { ProxySourceCapability } from './source.js';
 
 export interface ApiSourcePluginConfig {
@@ -33,7 +34,8 @@ export const apiSourceConfigSchema = {
 /**
  * The API server as the proxy's source: provides `proxy.source` with an `ApiSource` on the kubeconfig
  * (or master URL) of its configuration. The kubeconfig is read when the kernel links, so a missing or
- * broken file stops the start with a message naming it.
+ * broken file stops the start with a message naming it; @kubernetes/client-node is loaded then, and only
+ * for this source (a proxy on files never pays its import).
  */
 export const apiSourcePlugin = definePlugin<ApiSourcePluginConfig>({
   manifest: {
@@ -44,22 +46,24 @@ export const apiSourcePlugin = definePlugin<ApiSourcePluginConfig>({
     requires: [],
     configSchema: apiSourceConfigSchema,
   },
-  register(ctx) {
+  async register(ctx) {
     const c = ctx.config;
-    const kubeConfig = loadProxyKubeConfig({
-      ...(c.kubeconfig ? { kubeconfig: c.kubeconfig } : {}),
-      ...(c.master ? { master: c.master } : {}),
-    });
+    const api = await connectKubeconfig(
+      {
+        ...(c.kubeconfig ? { kubeconfig: c.kubeconfig } : {}),
+        ...(c.master ? { master: c.master } : {}),
+      },
+      { clock: ctx.clock, requestTimeoutMs: c.requestTimeoutMs ?? 30_000 },
+    );
     ctx.provide(
       ProxySourceCapability,
       new ApiSource({
-        kubeConfig,
+        api,
         clock: ctx.clock,
         logger: ctx.logger,
         ...(c.nodeName ? { nodeName: c.nodeName } : {}),
         ...(c.initialBackoffMs ? { initialBackoffMs: c.initialBackoffMs } : {}),
         ...(c.maxBackoffMs ? { maxBackoffMs: c.maxBackoffMs } : {}),
-        ...(c.requestTimeoutMs ? { requestTimeoutMs: c.requestTimeoutMs } : {}),
         ...(c.watchTimeoutSeconds ? { watchTimeoutSeconds: c.watchTimeoutSeconds } : {}),
       }),
     );

@@ -1,9 +1,9 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import test from 'ava';
-import * as k8s from '@kubernetes/client-node';
+import { ClientNodeApi, loadKubeConfig } from '@nodelet/client/client-node';
 import { createLogger, definePlugin, Kernel, MemorySink, RealClock } from '@nodelet/kernel';
-import { ApiSource, loadProxyKubeConfig, PROXY_LABEL_SELECTOR } from './api-source.js';
+import { ApiSource, PROXY_LABEL_SELECTOR } from './api-source.js';
 import { apiSourcePlugin } from './api-source-plugin.js';
 import { type ProxyBackend, ProxyBackendCapability } from './backend.js';
 import { ProxyCapability, proxyPlugin } from './plugin.js';
@@ -57,8 +57,8 @@ class ScriptedApi {
     await new Promise((resolve) => this.server.close(resolve));
   }
 
-  kubeConfig(): k8s.KubeConfig {
-    return loadProxyKubeConfig({ master: this.url });
+  client(): ClientNodeApi {
+    return new ClientNodeApi(loadKubeConfig({ master: this.url }), { clock: new RealClock() });
   }
 
   /** Stores an object (a new resource version) and sends it to open watches. */
@@ -190,7 +190,7 @@ async function setup(t: { teardown: (fn: () => unknown) => void }, nodeName?: st
   await api.start();
   const logs = new MemorySink();
   const source = new ApiSource({
-    kubeConfig: api.kubeConfig(),
+    api: api.client(),
     clock: new RealClock(),
     logger: createLogger({ sink: logs.sink, level: 'debug' }),
     initialBackoffMs: 20,
@@ -352,19 +352,6 @@ test("this node's topology labels are handed over when they change, not on every
   api.put('nodes', node('z2'));
   await until('new labels', () => rec.labels.length === 2);
   t.deepEqual(rec.labels, [{ 'topology.kubernetes.io/zone': 'z1' }, { 'topology.kubernetes.io/zone': 'z2' }]);
-});
-
-test('kubeconfig and master errors name the file or flag and what to fix', (t) => {
-  t.throws(() => loadProxyKubeConfig({ kubeconfig: '/nonexistent/kubeconfig' }), {
-    message: 'kubeconfig /nonexistent/kubeconfig: no such file',
-  });
-  t.throws(() => loadProxyKubeConfig({ master: 'localhost:6443' }), {
-    message: '--master "localhost:6443" is not a URL; write it like https://10.0.0.1:6443',
-  });
-  t.is(
-    loadProxyKubeConfig({ master: 'https://127.0.0.1:6443' }).getCurrentCluster()?.server,
-    'https://127.0.0.1:6443',
-  );
 });
 
 test('as plugins: the proxy syncs what the API source lists, takes the node topology labels, refuses a bad slice once', async (t) => {

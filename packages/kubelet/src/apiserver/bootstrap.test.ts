@@ -7,8 +7,8 @@ import { join } from 'node:path';
 import * as x509 from '@peculiar/x509';
 import { createLogger, MemorySink, RealClock, VirtualClock } from '@nodelet/kernel';
 import { bootstrapClientCredentials, KubeletClientSigner } from './bootstrap.js';
-import { loadKubeConfig } from './client-node-api.js';
-import { FakeKubeApi } from './fake-api.js';
+import { loadKubeConfig } from '@nodelet/client/client-node';
+import { FakeKubeApi } from '@nodelet/client/testing';
 
 x509.cryptoProvider.set(webcrypto as any);
 const alg = { name: 'ECDSA', namedCurve: 'P-256', hash: 'SHA-256' };

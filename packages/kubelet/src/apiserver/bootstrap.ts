@@ -5,7 +5,7 @@ import { dirname, join, resolve } from 'node:path';
 import type * as k8s from '@kubernetes/client-node';
 import { type Clock, errorMessage, type Logger } from '@nodelet/kernel';
 import { stringify as toYaml } from 'yaml';
-import { ApiError, type CertificateSigningRequest, isTransient, type KubeApi } from './kube-api.js';
+import { ApiError, type CertificateSigningRequest, isTransient, type KubeApi } from '@nodelet/client';
 
 /** The signer of kubelet client certificates (upstream's `kubernetes.io/kube-apiserver-client-kubelet`). */
 export const KubeletClientSigner = 'kubernetes.io/kube-apiserver-client-kubelet';
@@ -40,7 +40,7 @@ export interface BootstrapOptions {
  * Returns the kubeconfig path. An existing kubeconfig whose certificate is still valid is used as is.
  */
 export async function bootstrapClientCredentials(o: BootstrapOptions): Promise<string> {
-  const { loadKubeConfig } = await import('./client-node-api.js');
+  const { loadKubeConfig } = await import('@nodelet/client/client-node');
   if (existsSync(o.kubeconfig) && kubeconfigValid(loadKubeConfig, o.kubeconfig, o.clock.now(), o.logger)) {
     return o.kubeconfig;
   }

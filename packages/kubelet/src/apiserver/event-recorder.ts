@@ -1,5 +1,5 @@
 import type { Pod } from '@nodelet/api';
-import { type Clock, errorMessage, type Logger } from '@nodelet/kernel';
+import { type Clock, errorMessage, type Logger, type Loop, type StepResult } from '@nodelet/kernel';
 import {
   type CoreEvent,
   isAlreadyExists,
@@ -8,8 +8,8 @@ import {
   type KubeApi,
   type ObjectReference,
   rfc3339Seconds,
-} from './kube-api.js';
-import { TokenBucket } from './rate-limiter.js';
+  TokenBucket,
+} from '@nodelet/client';
 
 export type EventType = 'Normal' | 'Warning';
 
@@ -68,9 +68,8 @@ export class EventRecorder {
   private readonly spam = new Map<string, { tokens: number; last: number }>();
   private readonly queue: Pending[] = [];
   private readonly limiter: TokenBucket;
-  private running = false;
+  private loop?: Loop;
   private draining = false;
-  private cancelRetry?: () => void;
   private seq = 0;
   dropped = 0;
 
@@ -84,13 +83,21 @@ export class EventRecorder {
   }
 
   start(): void {
-    this.running = true;
-    this.drain();
+    if (this.running) return;
+    // A failed write waits `retryDelayMs` (the API server is away); a new event kicks the loop.
+    const retry = this.options.retryDelayMs ?? 10_000;
+    this.loop = this.clock.loop(() => this.drain(), {
+      period: retry,
+      backoff: { initialMs: retry, maxMs: retry },
+    });
+  }
+
+  private get running(): boolean {
+    return !!this.loop && !this.loop.stopped;
   }
 
   stop(): void {
-    this.running = false;
-    this.cancelRetry?.();
+    this.loop?.stop();
     this.limiter.close();
   }
 
@@ -187,7 +194,7 @@ export class EventRecorder {
         this.logger.once('events-dropped', 'warn', 'Event queue full; dropping the oldest events', { max });
       }
     }
-    this.drain();
+    this.kick();
   }
 
   private allowSpam(objectKey: string, now: number): boolean {
@@ -204,40 +211,38 @@ export class EventRecorder {
     return true;
   }
 
-  /** Writes queued events one at a time, each after a token of the rate limiter. */
-  private drain(): void {
-    if (!this.running || this.draining || this.cancelRetry) return;
+  /** Has the queue written soon, unless a write failed and the loop waits before retrying. */
+  private kick(): void {
+    if (this.running && !this.draining && this.loop!.failures === 0) this.loop!.kick();
+  }
+
+  /** A step: writes queued events one at a time, each after a token of the rate limiter. */
+  private async drain(): Promise<StepResult> {
     this.draining = true;
-    void (async () => {
-      try {
-        while (this.running && this.queue.length > 0) {
-          await this.limiter.take();
-          if (!this.running) return;
-          const pending = this.queue.shift()!;
-          const ok = await this.write(pending);
-          if (!ok) {
-            pending.tries++;
-            if (pending.tries >= (this.options.maxTries ?? 12)) {
-              this.dropped++;
-              this.logger.warn('Dropping event after repeated failures', {
-                event: pending.event.metadata?.name,
-                reason: pending.event.reason,
-              });
-              continue;
-            }
-            // Keep the event first in line and wait before trying again (the API server is away).
-            if (!this.queue.some((p) => p.key === pending.key)) this.queue.unshift(pending);
-            this.cancelRetry = this.clock.setTimeout(() => {
-              this.cancelRetry = undefined;
-              this.drain();
-            }, this.options.retryDelayMs ?? 10_000);
-            return;
+    try {
+      while (this.running && this.queue.length > 0) {
+        await this.limiter.take();
+        if (!this.running) return;
+        const pending = this.queue.shift()!;
+        const ok = await this.write(pending);
+        if (!ok) {
+          pending.tries++;
+          if (pending.tries >= (this.options.maxTries ?? 12)) {
+            this.dropped++;
+            this.logger.warn('Dropping event after repeated failures', {
+              event: pending.event.metadata?.name,
+              reason: pending.event.reason,
+            });
+            continue;
           }
+          // Keep the event first in line and wait before trying again (the API server is away).
+          if (!this.queue.some((p) => p.key === pending.key)) this.queue.unshift(pending);
+          return false;
         }
-      } finally {
-        this.draining = false;
       }
-    })();
+    } finally {
+      this.draining = false;
+    }
   }
 
   /** Creates the event, or patches its count when it exists; true when done (or not worth retrying). */

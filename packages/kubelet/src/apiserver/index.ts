@@ -1,8 +1,6 @@
-export * from './kube-api.js';
-// client-node-api.js (ClientNodeApi, loadKubeConfig) is loaded on demand: see kubeconfig.ts.
-export * from './kubeconfig.js';
-export * from './rate-limiter.js';
-export * from './merge-patch.js';
+// The API client (KubeApi, ApiError, TokenBucket, connectKubeconfig, …) lives in @nodelet/client; it
+// is re-exported here, as the kubelet's API was before, for embedders that import it from the kubelet.
+export * from '@nodelet/client';
 export * from './node-status.js';
 export * from './node-controller.js';
 export * from './node-lease.js';

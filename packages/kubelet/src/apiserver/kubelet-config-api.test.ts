@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createLogger, MemorySink, VirtualClock } from '@nodelet/kernel';
 import { readKubeletConfig } from '../kubelet-config.js';
-import { ClientNodeApi, loadKubeConfig } from './client-node-api.js';
+import { ClientNodeApi, loadKubeConfig } from '@nodelet/client/client-node';
 import { NodeLeaseNamespace } from './node-lease.js';
 import { nodeName, startCluster } from './test-harness.js';
 

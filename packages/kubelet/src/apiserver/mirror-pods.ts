@@ -1,6 +1,6 @@
 import { ConfigHashAnnotation, ConfigMirrorAnnotation, ConfigSourceAnnotation, type Pod } from '@nodelet/api';
-import { type Clock, errorMessage, type Logger } from '@nodelet/kernel';
-import { isAlreadyExists, isConflict, isNotFound, type KubeApi, type Node } from './kube-api.js';
+import { type Clock, errorMessage, type Logger, type Loop } from '@nodelet/kernel';
+import { isAlreadyExists, isConflict, isNotFound, type KubeApi, type Node } from '@nodelet/client';
 import { isMirrorPod } from './api-source.js';
 
 export interface MirrorPodSources {
@@ -29,10 +29,7 @@ export interface MirrorPodSources {
 export class MirrorPodManager {
   private node?: Node;
   private readonly busy = new Set<string>();
-  private cancelTimer?: () => void;
-  private running = false;
-  private queued = false;
-  private again = false;
+  private loop?: Loop;
   private passing?: Promise<void>;
   created = 0;
   deleted = 0;
@@ -51,44 +48,31 @@ export class MirrorPodManager {
   }
 
   start(): void {
-    this.running = true;
-    this.tick();
+    if (this.running) return;
+    const resync = this.options.resyncMs ?? 10_000;
+    this.loop = this.clock.loop(() => this.pass(), { period: resync, initialDelay: resync });
   }
 
   stop(): void {
-    this.running = false;
-    this.cancelTimer?.();
-    this.cancelTimer = undefined;
+    this.loop?.stop();
+  }
+
+  private get running(): boolean {
+    return !!this.loop && !this.loop.stopped;
   }
 
   async idle(): Promise<void> {
     while (this.passing) await this.passing;
   }
 
-  /** Something changed: run a pass soon (coalesced). */
+  /** Something changed: run a pass soon (kicks coalesce; one during a pass runs one more after it). */
   trigger(): void {
-    if (!this.running || this.queued) return;
-    this.queued = true;
-    queueMicrotask(() => {
-      this.queued = false;
-      void this.pass();
-    });
+    if (this.running) this.loop!.kick();
   }
 
-  private tick(): void {
-    this.cancelTimer = this.clock.setTimeout(() => {
-      void this.pass();
-      if (this.running) this.tick();
-    }, this.options.resyncMs ?? 10_000);
-  }
-
-  /** One reconciliation of mirror pods against static pods. */
-  async pass(): Promise<void> {
+  /** One reconciliation of mirror pods against static pods (a step of the loop: one at a time). */
+  private async pass(): Promise<void> {
     if (!this.running || !this.node?.metadata?.uid || !this.sources.ready()) return;
-    if (this.passing) {
-      this.again = true; // once the current pass is done
-      return;
-    }
     const work: Promise<void>[] = [];
     const apiPods = this.sources.apiPods();
     const wanted = new Set<string>();
@@ -129,10 +113,6 @@ export class MirrorPodManager {
       await this.passing;
     } finally {
       this.passing = undefined;
-      if (this.again) {
-        this.again = false;
-        this.trigger();
-      }
     }
   }
 

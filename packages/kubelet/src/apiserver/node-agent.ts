@@ -2,14 +2,21 @@ import { hostname as osHostname } from 'node:os';
 import { join } from 'node:path';
 import { ConfigSourceAnnotation, type Pod, type PodStatus } from '@nodelet/api';
 import type { RuntimeService } from '@nodelet/cri';
-import { type Clock, errorMessage, type EventBus, type Logger } from '@nodelet/kernel';
+import {
+  type Clock,
+  errorMessage,
+  type EventBus,
+  type Logger,
+  type Loop,
+  type StepResult,
+} from '@nodelet/kernel';
 import type { Subscription } from 'rxjs';
 import type { PodConfig } from '../config/pod-config.js';
 import { admitPod, type AdmitResult } from './admission.js';
 import { ApiPodSource } from './api-source.js';
-import type { ClientNodeApi } from './client-node-api.js';
+import type { ClientNodeApi } from '@nodelet/client/client-node';
 import { EventRecorder } from './event-recorder.js';
-import { ApiError, type KubeApi, type Taint } from './kube-api.js';
+import { ApiError, type KubeApi, type Taint } from '@nodelet/client';
 import { MirrorPodManager } from './mirror-pods.js';
 import { NodeStatusController } from './node-controller.js';
 import { NodeLeaseController } from './node-lease.js';
@@ -96,8 +103,8 @@ export class NodeAgent {
   private readonly pods = new Map<string, Pod>();
   private readonly subscriptions: Subscription[] = [];
   private running = false;
-  private connecting?: Promise<void>;
-  private cancelRetry?: () => void;
+  private connecting?: Promise<StepResult>;
+  private connectLoop?: Loop;
   private readonly identity: NodeIdentity;
   private ownedApi?: ClientNodeApi;
   private readonly abort = new AbortController();
@@ -170,13 +177,19 @@ export class NodeAgent {
       }),
     );
     this.podEvents.start();
-    this.connecting = this.connect();
+    if (this.options.api) return this.startControllers(this.options.api);
+    // Until a client is made (credentials bootstrapped, the kubeconfig readable and accepted), retry
+    // with backoff, 1 s doubling to 30 s.
+    this.connectLoop = this.host.clock.loop(() => (this.connecting = this.connect()), {
+      period: 0,
+      backoff: { initialMs: 1_000, maxMs: 30_000 },
+    });
   }
 
   async stop(): Promise<void> {
     this.running = false;
     this.abort.abort(new Error('the kubelet is stopping'));
-    this.cancelRetry?.();
+    this.connectLoop?.stop();
     for (const s of this.subscriptions.splice(0)) s.unsubscribe();
     this.podEvents.stop();
     this.nodeStatus?.stop();
@@ -242,41 +255,30 @@ export class NodeAgent {
     };
   }
 
-  /** Gets an API client (bootstrapping credentials if needed), then starts every controller. */
-  private async connect(): Promise<void> {
-    let api: KubeApi | undefined = this.options.api;
-    let wait = 1_000;
-    while (!api && this.running) {
-      try {
-        api = await this.makeApi();
-      } catch (err) {
-        const message = errorMessage(err);
-        if (message !== this.lastError) {
-          this.host.logger.error(
-            `Cannot connect to the API server: ${message}; pods keep running, retrying`,
-            {},
-          );
-          this.lastError = message;
-        }
-        await new Promise<void>((resolve) => {
-          const cancel = this.host.clock.setTimeout(resolve, wait);
-          this.cancelRetry = () => {
-            cancel();
-            resolve();
-          };
-        });
-        this.cancelRetry = undefined;
-        wait = Math.min(wait * 2, 30_000);
+  /** One try to get an API client (bootstrapping credentials if needed); then every controller starts. */
+  private async connect(): Promise<StepResult> {
+    let api: KubeApi;
+    try {
+      api = await this.makeApi();
+    } catch (err) {
+      const message = errorMessage(err);
+      if (message !== this.lastError) {
+        this.host.logger.error(
+          `Cannot connect to the API server: ${message}; pods keep running, retrying`,
+          {},
+        );
+        this.lastError = message;
       }
+      return false;
     }
-    if (!api || !this.running) return;
-    this.startControllers(api);
+    this.connectLoop?.stop();
+    if (this.running) this.startControllers(api);
   }
 
   private async makeApi(): Promise<KubeApi> {
     // @kubernetes/client-node takes over a second to load: only a kubelet that joins a cluster pays it.
     const [{ ClientNodeApi, loadKubeConfig }, { bootstrapClientCredentials }] = await Promise.all([
-      import('./client-node-api.js'),
+      import('@nodelet/client/client-node'),
       import('./bootstrap.js'),
     ]);
     const { kubeconfig, bootstrapKubeconfig } = this.options;

@@ -1,7 +1,7 @@
 import type { RuntimeService } from '@nodelet/cri';
-import { type Clock, type EventBus, errorMessage, type Logger } from '@nodelet/kernel';
+import { type Clock, type EventBus, errorMessage, type Logger, type Loop } from '@nodelet/kernel';
 import type { EventRecorder } from './event-recorder.js';
-import { isAlreadyExists, isNotFound, type KubeApi, type Node, type NodeStatus } from './kube-api.js';
+import { isAlreadyExists, isNotFound, type KubeApi, type Node, type NodeStatus } from '@nodelet/client';
 import {
   hostSystemInfo,
   initialNode,
@@ -46,10 +46,8 @@ export class NodeStatusController {
   node?: Node;
   private system?: SystemInfo;
   private lastReportAt = -Infinity;
-  private registerBackoffMs = 100;
-  private cancelTimer?: () => void;
-  private running = false;
-  private syncing?: Promise<void>;
+  private loop?: Loop;
+  private syncing?: Promise<boolean>;
   private readonly pressure: NonNullable<NodeHealth['pressure']> = {};
   private readonly updateMs: number;
   private readonly reportMs: number;
@@ -77,15 +75,20 @@ export class NodeStatusController {
   }
 
   start(): void {
-    this.running = true;
+    if (this.loop && !this.loop.stopped) return;
     this.deps.recorder?.node('Normal', 'Starting', 'Starting kubelet.');
-    this.schedule(0);
+    // Registration retries back off (100 ms doubling to 7 s); status syncs run every update period.
+    this.loop = this.deps.clock.loop(
+      () => {
+        this.syncing = this.sync().finally(() => (this.syncing = undefined));
+        return this.syncing;
+      },
+      { period: this.updateMs, backoff: { initialMs: 100, maxMs: 7_000 } },
+    );
   }
 
   stop(): void {
-    this.running = false;
-    this.cancelTimer?.();
-    this.cancelTimer = undefined;
+    this.loop?.stop();
   }
 
   /**
@@ -105,30 +108,12 @@ export class NodeStatusController {
     await this.syncing;
   }
 
-  private schedule(ms: number): void {
-    this.cancelTimer?.();
-    this.cancelTimer = this.deps.clock.setTimeout(() => {
-      this.cancelTimer = undefined;
-      this.syncing = this.sync().finally(() => (this.syncing = undefined));
-    }, ms);
-  }
-
-  /** One step: register when needed, then write the status if due. Schedules the next step. */
-  async sync(): Promise<void> {
-    if (!this.running) return;
-    if (!this.registered) {
-      const ok = await this.register();
-      if (!this.running) return;
-      if (!ok) {
-        const wait = this.registerBackoffMs;
-        this.registerBackoffMs = Math.min(this.registerBackoffMs * 2, 7_000);
-        return this.schedule(wait);
-      }
-      this.registerBackoffMs = 100;
-    } else {
-      await this.syncNodeStatus();
-    }
-    if (this.running) this.schedule(this.updateMs);
+  /** One step: register when needed, else write the status if due. False when registration failed. */
+  async sync(): Promise<boolean> {
+    if (!this.loop || this.loop.stopped) return true;
+    if (!this.registered) return this.register();
+    await this.syncNodeStatus();
+    return true;
   }
 
   /** One registration attempt (upstream tryRegisterWithAPIServer). True when the Node exists now. */

@@ -1,5 +1,12 @@
-import { type Clock, errorMessage, type Logger } from '@nodelet/kernel';
-import { isConflict, isNotFound, type KubeApi, type Lease, type Node, rfc3339Micro } from './kube-api.js';
+import {
+  backoffDelay,
+  type Clock,
+  errorMessage,
+  type Logger,
+  type Loop,
+  type LoopOptions,
+} from '@nodelet/kernel';
+import { isConflict, isNotFound, type KubeApi, type Lease, type Node, rfc3339Micro } from '@nodelet/client';
 
 export const NodeLeaseNamespace = 'kube-node-lease';
 
@@ -24,10 +31,8 @@ export interface NodeLeaseOptions {
 export class NodeLeaseController {
   private lease?: Lease;
   private node?: Node;
-  private cancelTimer?: () => void;
-  private running = false;
-  private backoffMs = 200;
-  private renewing?: Promise<void>;
+  private loop?: Loop;
+  private renewing?: Promise<boolean>;
   readonly leaseDurationSeconds: number;
   readonly renewIntervalMs: number;
   /** Successful renewals (including the creation), for observers and tests. */
@@ -48,50 +53,50 @@ export class NodeLeaseController {
     this.node = node;
   }
 
+  private get loopOptions(): LoopOptions {
+    return { period: this.renewIntervalMs, backoff: { initialMs: 200, maxMs: 7_000 } };
+  }
+
   start(): void {
-    this.running = true;
-    this.schedule(0);
+    if (this.loop && !this.loop.stopped) return;
+    this.loop = this.clock.loop(() => {
+      this.renewing = this.sync().finally(() => (this.renewing = undefined));
+      return this.renewing;
+    }, this.loopOptions);
   }
 
   stop(): void {
-    this.running = false;
-    this.cancelTimer?.();
-    this.cancelTimer = undefined;
+    this.loop?.stop();
   }
 
   async idle(): Promise<void> {
     await this.renewing;
   }
 
-  private schedule(ms: number): void {
-    this.cancelTimer?.();
-    this.cancelTimer = this.clock.setTimeout(() => {
-      this.cancelTimer = undefined;
-      this.renewing = this.sync().finally(() => (this.renewing = undefined));
-    }, ms);
+  private get running(): boolean {
+    return !!this.loop && !this.loop.stopped;
   }
 
-  /** One step: make sure the lease exists, else renew it; schedules the next step. */
-  async sync(): Promise<void> {
-    if (!this.running) return;
-    if (!this.lease) {
-      try {
-        this.lease = await this.ensureLease();
-        this.backoffMs = 200;
-      } catch (err) {
-        const wait = this.backoffMs;
-        this.backoffMs = Math.min(this.backoffMs * 2, 7_000);
-        this.logger.error('Failed to ensure node lease exists, will retry', {
-          retryAfterMs: wait,
-          err: errorMessage(err),
-        });
-        if (this.running) this.schedule(wait);
-        return;
-      }
-    } else {
+  /**
+   * One step: make sure the lease exists, else renew it. False when the lease could not be made (the
+   * loop backs off: 200 ms doubling to 7 s); a failed renewal waits for the next period.
+   */
+  async sync(): Promise<boolean> {
+    if (!this.running) return true;
+    if (this.lease) {
       await this.renew();
+      return true;
     }
-    if (this.running) this.schedule(this.renewIntervalMs);
+    try {
+      this.lease = await this.ensureLease();
+      return true;
+    } catch (err) {
+      this.logger.error('Failed to ensure node lease exists, will retry', {
+        retryAfterMs: backoffDelay(this.loopOptions, (this.loop?.failures ?? 0) + 1),
+        err: errorMessage(err),
+      });
+      return false;
+    }
   }
 
   private async ensureLease(): Promise<Lease> {

@@ -1,8 +1,7 @@
 import { readFileSync, statfsSync } from 'node:fs';
 import { arch, cpus, release, totalmem } from 'node:os';
 import { quantityValue } from '@nodelet/api';
-import type { NodeCondition, Node, NodeStatus, Taint } from './kube-api.js';
-import { rfc3339Seconds } from './kube-api.js';
+import { type Node, type NodeCondition, type NodeStatus, rfc3339Seconds, type Taint } from '@nodelet/client';
 
 /**
  * The Node object this kubelet registers and keeps current (upstream kubelet_node_status.go and the

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { FakeKubeApi } from './fake-api.js';
+import { FakeKubeApi } from '@nodelet/client/testing';
 import { NodeLeaseNamespace } from './node-lease.js';
 import { nodeConditions, parseLabels, parseTaints } from './node-status.js';
 import { nodeName, startCluster } from './test-harness.js';
@@ -102,7 +102,7 @@ test('lease: created in kube-node-lease (40 s, held by the node, owned by the No
 test('lease: a conflict re-reads the lease; a deleted lease is created again', async (t) => {
   const h = await startCluster();
   await h.clock.advance(1_000);
-  const { ApiError } = await import('./kube-api.js');
+  const { ApiError } = await import('@nodelet/client');
   h.api.failNext.set('update lease/', new ApiError(409, 'Conflict', 'the object has been modified'));
   await h.clock.advance(10_000);
   t.true(h.api.callsOf('get', 'lease/').length >= 2, 'read again after the conflict');

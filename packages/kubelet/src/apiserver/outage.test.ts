@@ -2,7 +2,7 @@ import test from 'ava';
 import { canonicalJson } from '@nodelet/api';
 import { apiPod, startCluster, staticPod, type ClusterHarness } from './test-harness.js';
 import { mergedStatus } from './status-sync.js';
-import { mergePatch } from './merge-patch.js';
+import { mergePatch } from '@nodelet/client';
 
 const B = 'runtime-fake.nodelet.dev/';
 

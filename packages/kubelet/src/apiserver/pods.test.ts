@@ -129,7 +129,7 @@ test('status: a container state change reaches the API within 1 s; a conflict is
     apiPod('job', { restartPolicy: 'Never' }, { [`${B}main`]: 'exitAfter=10s,exitCode=0' }),
   );
   await h.clock.advanceUntil(() => apiStatus(h, 'job')?.phase === 'Running', { maxMs: 5_000 });
-  const { ApiError } = await import('./kube-api.js');
+  const { ApiError } = await import('@nodelet/client');
   h.api.failNext.set(
     'patch pod/default/job/status',
     new ApiError(409, 'Conflict', 'the object has been modified'),

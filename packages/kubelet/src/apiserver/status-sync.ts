@@ -1,8 +1,14 @@
 import { canonicalJson, type Pod, type PodCondition, type PodStatus } from '@nodelet/api';
-import { type Clock, errorMessage, type EventBus, type Logger } from '@nodelet/kernel';
+import {
+  type Clock,
+  errorMessage,
+  type EventBus,
+  type Logger,
+  type Loop,
+  type StepResult,
+} from '@nodelet/kernel';
 import type { Subscription } from 'rxjs';
-import { mergePatch } from './merge-patch.js';
-import { isConflict, isNotFound, isTransient, type KubeApi } from './kube-api.js';
+import { isConflict, isNotFound, isTransient, type KubeApi, mergePatch } from '@nodelet/client';
 
 /** The API pods the kubelet's pods report to: the pod itself, or a static pod's mirror pod. */
 export interface StatusTargets {
@@ -41,6 +47,10 @@ const kubeletConditions = new Set(['PodReadyToStartContainers', 'Initialized', '
  * - a static pod's status goes to its mirror pod;
  * - 409 Conflict re-reads the pod and tries again; 404 drops it; an unreachable server backs off
  *   (500 ms doubling to 5 s) and retries every dirty pod, so statuses catch up when it returns;
+ * - every 10 s every status is compared with the API's again (upstream syncBatch).
+ *
+ * One `clock.loop` runs it: a step writes what is dirty (up to `concurrency` at once, more joining as
+ * they come) and, when due, reconciles; a change kicks the loop, a failed write makes it back off.
  * - once a pod with `deletionTimestamp` is terminated, its final status is written and the pod deleted
  *   (`gracePeriodSeconds: 0`, UID precondition) — the kubelet's confirmation that it is gone.
  *
@@ -53,11 +63,13 @@ export class PodStatusSyncer {
   private readonly toDelete = new Map<string, { namespace: string; name: string; uid: string }>();
   private readonly subscriptions: Subscription[] = [];
   private inFlight = 0;
-  private flushQueued = false;
-  private backoffMs: number;
-  private cancelRetry?: () => void;
-  private cancelReconcile?: () => void;
-  private running = false;
+  private workers = 0;
+  private loop?: Loop;
+  /** A step is writing: new work joins it instead of kicking the loop. */
+  private drained?: () => void;
+  /** A write failed (the server is away): nothing more is written until the loop's backoff ends. */
+  private paused = false;
+  private nextReconcileAt = Infinity;
   private readonly idleWaiters: (() => void)[] = [];
   /** What was last written per pod and what the server answered: a server that normalizes a status
    * differently than we write it is not written again and again. */
@@ -73,12 +85,24 @@ export class PodStatusSyncer {
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly options: StatusSyncOptions = {},
-  ) {
-    this.backoffMs = options.initialBackoffMs ?? 500;
+  ) {}
+
+  private get running(): boolean {
+    return !!this.loop && !this.loop.stopped;
+  }
+
+  private get reconcileMs(): number {
+    return this.options.reconcilePeriodMs ?? 10_000;
   }
 
   start(): void {
-    this.running = true;
+    if (this.running) return;
+    this.nextReconcileAt = this.clock.now() + this.reconcileMs;
+    this.loop = this.clock.loop(() => this.step(), {
+      period: this.reconcileMs,
+      backoff: { initialMs: this.options.initialBackoffMs ?? 500, maxMs: this.options.maxBackoffMs ?? 5_000 },
+      initialDelay: this.reconcileMs,
+    });
     this.subscriptions.push(
       this.bus.subscribe('[Status] Pod Status Changed', (e) =>
         this.set(e.podUid, e.namespace, e.podName, e.status),
@@ -90,16 +114,11 @@ export class PodStatusSyncer {
         if (uid && !this.targets.isActive(uid) && this.desired.has(uid)) this.terminated(uid);
       }),
     );
-    this.scheduleReconcile();
   }
 
   stop(): void {
-    this.running = false;
+    this.loop?.stop();
     for (const s of this.subscriptions.splice(0)) s.unsubscribe();
-    this.cancelRetry?.();
-    this.cancelRetry = undefined;
-    this.cancelReconcile?.();
-    this.cancelReconcile = undefined;
   }
 
   /** Statuses not yet written (for tests and the outage bound). */
@@ -109,7 +128,7 @@ export class PodStatusSyncer {
 
   /** Resolves when nothing is being written and nothing is dirty (or the server is away). */
   whenIdle(): Promise<void> {
-    if (this.inFlight === 0 && (this.pending === 0 || this.cancelRetry)) return Promise.resolve();
+    if (this.inFlight === 0 && (this.pending === 0 || this.paused)) return Promise.resolve();
     return new Promise((resolve) => this.idleWaiters.push(resolve));
   }
 
@@ -158,45 +177,63 @@ export class PodStatusSyncer {
     this.flush();
   }
 
-  /** Starts writes for dirty pods (coalesced: one flush per burst of changes). */
+  /** Has the dirty pods written: by the step running now, or by a step started at once. */
   private flush(): void {
-    if (!this.running || this.flushQueued || this.cancelRetry) return;
-    this.flushQueued = true;
-    queueMicrotask(() => {
-      this.flushQueued = false;
-      this.pump();
-    });
+    if (!this.running || this.paused) return;
+    if (this.drained) this.pump();
+    else this.loop?.kick();
   }
 
+  /** One step of the loop: reconcile when due, then write until nothing is dirty or a write failed. */
+  private async step(): Promise<StepResult> {
+    this.paused = false;
+    if (this.clock.now() >= this.nextReconcileAt) {
+      this.nextReconcileAt = this.clock.now() + this.reconcileMs;
+      for (const [uid, d] of this.desired) if (this.differs(uid, d)) this.dirty.add(uid);
+    }
+    await new Promise<void>((resolve) => {
+      this.drained = resolve;
+      this.pump();
+      if (this.workers === 0) resolve();
+    });
+    this.drained = undefined;
+    this.notifyIdle();
+    if (this.paused) return false;
+    // Work that came after the last worker ended is written at once.
+    return this.pending > 0 ? { after: 0 } : undefined;
+  }
+
+  /** Starts workers up to the concurrency limit while there is work. */
   private pump(): void {
     const limit = this.options.concurrency ?? 8;
-    while (this.running && !this.cancelRetry && this.inFlight < limit) {
-      const next = this.takeWork();
-      if (!next) break;
-      this.inFlight++;
-      void next()
-        .then(
-          (ok) => {
-            if (ok) this.backoffMs = this.options.initialBackoffMs ?? 500;
-            else this.backOff();
-          },
-          (err) => {
-            this.logger.error('status sync failed', { err: errorMessage(err) });
-            this.backOff();
-          },
-        )
-        .finally(() => {
-          this.inFlight--;
-          this.pump();
-          this.notifyIdle();
-        });
+    while (this.running && !this.paused && this.workers < limit && this.pending > 0) {
+      this.workers++;
+      void this.work().finally(() => {
+        if (--this.workers === 0) this.drained?.();
+      });
     }
-    this.notifyIdle();
+  }
+
+  private async work(): Promise<void> {
+    while (this.running && !this.paused) {
+      const next = this.takeWork();
+      if (!next) return;
+      this.inFlight++;
+      try {
+        if (!(await next())) this.paused = true;
+      } catch (err) {
+        this.logger.error('status sync failed', { err: errorMessage(err) });
+        this.paused = true;
+      } finally {
+        this.inFlight--;
+        this.notifyIdle();
+      }
+    }
   }
 
   private notifyIdle(): void {
     if (this.inFlight > 0) return;
-    if (this.pending > 0 && !this.cancelRetry) return;
+    if (this.pending > 0 && !this.paused) return;
     for (const resolve of this.idleWaiters.splice(0)) resolve();
   }
 
@@ -213,16 +250,6 @@ export class PodStatusSyncer {
       return () => this.finalDelete(target);
     }
     return undefined;
-  }
-
-  private backOff(): void {
-    if (this.cancelRetry || !this.running) return;
-    const wait = this.backoffMs;
-    this.backoffMs = Math.min(this.backoffMs * 2, this.options.maxBackoffMs ?? 5_000);
-    this.cancelRetry = this.clock.setTimeout(() => {
-      this.cancelRetry = undefined;
-      this.pump();
-    }, wait);
   }
 
   /** True when written or nothing to write; false to retry later (unreachable server). */
@@ -329,13 +356,6 @@ export class PodStatusSyncer {
   private forget(uid: string): void {
     this.desired.delete(uid);
     this.written.delete(uid);
-  }
-
-  private scheduleReconcile(): void {
-    this.cancelReconcile = this.clock.setTimeout(() => {
-      for (const [uid, d] of this.desired) if (this.differs(uid, d)) this.markDirty(uid);
-      if (this.running) this.scheduleReconcile();
-    }, this.options.reconcilePeriodMs ?? 10_000);
   }
 }
 

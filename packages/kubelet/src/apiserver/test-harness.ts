@@ -9,7 +9,7 @@ import { FakeRuntime } from '@nodelet/runtime-fake';
 import { BehaviorSubject } from 'rxjs';
 import { applyStaticPodDefaults, type PodSource } from '../config/index.js';
 import { Kubelet } from '../kubelet.js';
-import { FakeKubeApi } from './fake-api.js';
+import { FakeKubeApi } from '@nodelet/client/testing';
 import type { ApiServerOptions } from './node-agent.js';
 
 export class StaticSource implements PodSource {

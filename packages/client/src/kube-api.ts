@@ -2,11 +2,12 @@ import type * as k8s from '@kubernetes/client-node';
 import type { Pod, Wire } from '@nodelet/api';
 
 /**
- * The API server as the kubelet uses it: the few calls it makes (node, lease, pods, events, CSRs), on
- * plain JSON objects, with a typed error crossing the boundary so callers decide retry vs give up.
+ * The API server as nodelet uses it: the few calls the kubelet makes (node, lease, pods, events, CSRs)
+ * and a generic list + watch (what a `Reflector` needs: the proxy's Services, EndpointSlices and Node),
+ * on plain JSON objects, with a typed error crossing the boundary so callers decide retry vs give up.
  * `ClientNodeApi` implements it with @kubernetes/client-node (a real cluster or `nodelet up`, by
- * kubeconfig); `FakeKubeApi` (test support) keeps objects in memory, so node status, lease and status
- * sync run under virtual time.
+ * kubeconfig); `FakeKubeApi` (`@nodelet/client/testing`) keeps objects in memory, so the kubelet's and
+ * the proxy's API tests run under virtual time.
  */
 export type Node = Wire<k8s.V1Node>;
 export type NodeStatus = Wire<k8s.V1NodeStatus>;
@@ -19,10 +20,11 @@ export type CertificateSigningRequest = Wire<k8s.V1CertificateSigningRequest>;
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
 
-export interface WatchEvent {
+export interface WatchEvent<T = any> {
   type: WatchEventType;
-  /** The object; for ERROR, a `Status` (410 Gone when the resource version is too old). */
-  object: any;
+  /** The object; for ERROR, a `Status` (410 Gone when the resource version is too old); for BOOKMARK,
+   * an object with only `metadata.resourceVersion`. */
+  object: T;
 }
 
 export interface WatchHandle {
@@ -32,15 +34,39 @@ export interface WatchHandle {
   readonly done: Promise<unknown>;
 }
 
-export interface PodListResult {
-  items: Pod[];
+export interface ObjectList<T> {
+  items: T[];
   resourceVersion: string;
 }
 
-export interface KubeApi {
+export type PodListResult = ObjectList<Pod>;
+
+/** Which objects a list or watch covers (selectors as the API server spells them). */
+export interface ListOptions {
+  labelSelector?: string;
+  fieldSelector?: string;
+}
+
+export interface WatchOptions extends ListOptions {
+  /** Where the watch starts: the list's resource version, or the last event's or bookmark's. */
+  resourceVersion: string;
+  /** Server-side timeout; the client's default when unset. Bookmarks are always asked for. */
+  timeoutSeconds?: number;
+}
+
+/**
+ * List and watch of any resource by its collection path (`/api/v1/services`,
+ * `/apis/discovery.k8s.io/v1/endpointslices`): all a `Reflector` needs.
+ */
+export interface ListWatchApi {
   /** The API server address, for messages. */
   readonly server: string;
+  list<T = any>(path: string, options?: ListOptions): Promise<ObjectList<T>>;
+  /** Watches from `options.resourceVersion`, with bookmarks. */
+  watch<T = any>(path: string, options: WatchOptions, onEvent: (e: WatchEvent<T>) => void): WatchHandle;
+}
 
+export interface KubeApi extends ListWatchApi {
   getNode(name: string): Promise<Node>;
   createNode(node: Node): Promise<Node>;
   /** A JSON merge patch of the node (metadata, spec). */
@@ -85,6 +111,8 @@ export class ApiError extends Error {
     readonly code: number,
     readonly reason: string,
     message: string,
+    /** The server's own message (the Status `message`), when it sent one. */
+    readonly detail?: string,
   ) {
     super(message);
     this.name = 'ApiError';

@@ -1,7 +1,8 @@
-// Test support (not part of the package's API): an in-memory API server behind the KubeApi interface,
-// so the node agent runs under virtual time, deterministically. It keeps resource versions, answers
-// watches (with bookmarks and 410 Gone after `compact()`), deletes pods gracefully as an API server
-// does, and can be taken down (`down = true`) to simulate an outage.
+// Test support: an in-memory API server behind the KubeApi interface, so the kubelet's node agent and
+// the proxy's API source run under virtual time, deterministically. It keeps resource versions, answers
+// lists and watches of any collection path (with selectors, bookmarks and 410 Gone after `compact()`),
+// deletes pods gracefully as an API server does, and can be taken down (`down = true`) to simulate an
+// outage.
 import type { Pod } from '@nodelet/api';
 import {
   ApiError,
@@ -9,18 +10,27 @@ import {
   type CoreEvent,
   type KubeApi,
   type Lease,
+  type ListOptions,
   type Node,
+  type ObjectList,
+  objectRef,
   type PodListResult,
   type WatchEvent,
   type WatchHandle,
-} from './kube-api.js';
-import { mergePatch } from './merge-patch.js';
+  type WatchOptions,
+} from '../kube-api.js';
+import { mergePatch } from '../merge-patch.js';
+import { selectorMatcher } from './selectors.js';
 
 interface Watcher {
-  selector: (pod: Pod) => boolean;
+  path: string;
+  selector: (obj: any) => boolean;
   onEvent: (e: WatchEvent) => void;
   finish: (err: unknown) => void;
 }
+
+const PODS = '/api/v1/pods';
+const NODES = '/api/v1/nodes';
 
 export interface FakeCall {
   verb: string;
@@ -37,6 +47,8 @@ export class FakeKubeApi implements KubeApi {
   readonly pods = new Map<string, Pod>();
   readonly events = new Map<string, CoreEvent>();
   readonly csrs = new Map<string, CertificateSigningRequest>();
+  /** Objects of other collections (Services, EndpointSlices, …) by path, then `namespace/name`. */
+  readonly collections = new Map<string, Map<string, any>>();
   readonly calls: FakeCall[] = [];
   /** When true every call fails as an unreachable server would, and watches end. */
   private isDown = false;
@@ -88,6 +100,7 @@ export class FakeKubeApi implements KubeApi {
     if (this.nodes.has(name)) throw alreadyExists('nodes', name);
     const stored = this.stamp(clone(node));
     this.nodes.set(name, stored);
+    this.notify(NODES, 'ADDED', stored);
     return clone(stored);
   }
 
@@ -98,6 +111,7 @@ export class FakeKubeApi implements KubeApi {
     void status;
     const next = this.stamp(mergePatch(node, rest) as Node);
     this.nodes.set(name, next);
+    this.notify(NODES, 'MODIFIED', next);
     return clone(next);
   }
 
@@ -106,6 +120,7 @@ export class FakeKubeApi implements KubeApi {
     const node = this.must(this.nodes, name, 'nodes');
     const next = this.stamp({ ...node, status: mergePatch(node.status ?? {}, (patch as Node).status ?? {}) });
     this.nodes.set(name, next);
+    this.notify(NODES, 'MODIFIED', next);
     return clone(next);
   }
 
@@ -143,20 +158,33 @@ export class FakeKubeApi implements KubeApi {
 
   // --- pods ----------------------------------------------------------------------------------------
 
-  async listPods(fieldSelector: string): Promise<PodListResult> {
-    this.enter('list', 'pods', fieldSelector);
-    const select = selectorOf(fieldSelector);
+  listPods(fieldSelector: string): Promise<PodListResult> {
+    return this.list<Pod>(PODS, { fieldSelector });
+  }
+
+  watchPods(fieldSelector: string, resourceVersion: string, onEvent: (e: WatchEvent) => void): WatchHandle {
+    return this.watch(PODS, { fieldSelector, resourceVersion }, onEvent);
+  }
+
+  // --- any collection ------------------------------------------------------------------------------
+
+  async list<T>(path: string, options: ListOptions = {}): Promise<ObjectList<T>> {
+    // A list with only a field selector records the selector (what the kubelet's tests read).
+    const body = options.labelSelector === undefined ? options.fieldSelector : options;
+    this.enter('list', resourceOf(path), body);
+    const select = selectorMatcher(options);
     return {
-      items: [...this.pods.values()].filter(select).map(clone),
+      items: [...this.collection(path).values()].filter(select).map(clone),
       resourceVersion: String(this.rv),
     };
   }
 
-  watchPods(fieldSelector: string, resourceVersion: string, onEvent: (e: WatchEvent) => void): WatchHandle {
+  watch<T>(path: string, options: WatchOptions, onEvent: (e: WatchEvent<T>) => void): WatchHandle {
     let finish!: (err: unknown) => void;
     const done = new Promise<unknown>((resolve) => (finish = resolve));
+    const { resourceVersion } = options;
     try {
-      this.enter('watch', 'pods', { fieldSelector, resourceVersion });
+      this.enter('watch', resourceOf(path), { ...options });
     } catch (err) {
       finish(err);
       return { stop: () => undefined, done };
@@ -166,7 +194,8 @@ export class FakeKubeApi implements KubeApi {
       return { stop: () => undefined, done };
     }
     const watcher: Watcher = {
-      selector: selectorOf(fieldSelector),
+      path,
+      selector: selectorMatcher(options),
       onEvent,
       finish: (err) => {
         this.watchers.delete(watcher);
@@ -177,12 +206,46 @@ export class FakeKubeApi implements KubeApi {
     return { stop: () => watcher.finish(undefined), done };
   }
 
+  /** Stores an object of any collection (a new resource version) and tells its watchers. */
+  put(path: string, obj: any): any {
+    const key = objectRef(obj);
+    const map = this.collection(path);
+    const type = map.has(key) ? 'MODIFIED' : 'ADDED';
+    const stored = this.stamp(clone(obj));
+    map.set(key, stored);
+    this.notify(path, type, stored);
+    return clone(stored);
+  }
+
+  /** Deletes an object of any collection by `namespace/name` and tells its watchers. */
+  remove(path: string, key: string): void {
+    const map = this.collection(path);
+    const obj = map.get(key);
+    if (!obj) return;
+    map.delete(key);
+    this.rv++;
+    this.notify(path, 'DELETED', { ...obj, metadata: { ...obj.metadata, resourceVersion: String(this.rv) } });
+  }
+
+  /** Ends every open watch (as a server's watch timeout does). */
+  endWatches(path?: string): void {
+    for (const w of [...this.watchers]) if (path === undefined || w.path === path) w.finish(undefined);
+  }
+
+  /** Watches open now, of one collection or all. */
+  openWatches(path?: string): number {
+    return [...this.watchers].filter((w) => path === undefined || w.path === path).length;
+  }
+
   /** Sends a bookmark to every watcher. */
   bookmark(): void {
     for (const w of this.watchers) {
       w.onEvent({
         type: 'BOOKMARK',
-        object: { kind: 'Pod', metadata: { resourceVersion: String(this.rv) } },
+        object: {
+          ...(w.path === PODS ? { kind: 'Pod' } : {}),
+          metadata: { resourceVersion: String(this.rv) },
+        },
       });
     }
   }
@@ -203,7 +266,7 @@ export class FakeKubeApi implements KubeApi {
     stored.metadata!.creationTimestamp ??= new Date(this.now()).toISOString().replace('.000Z', 'Z');
     stored.status ??= { phase: 'Pending' };
     this.pods.set(key, stored);
-    this.notify('ADDED', stored);
+    this.notify(PODS, 'ADDED', stored);
     return clone(stored);
   }
 
@@ -212,7 +275,7 @@ export class FakeKubeApi implements KubeApi {
     const key = `${pod.metadata!.namespace ?? 'default'}/${pod.metadata!.name}`;
     const stored = this.stamp(clone(pod));
     this.pods.set(key, stored);
-    this.notify('MODIFIED', stored);
+    this.notify(PODS, 'MODIFIED', stored);
   }
 
   async patchPodStatus(namespace: string, name: string, patch: object): Promise<Pod> {
@@ -229,7 +292,7 @@ export class FakeKubeApi implements KubeApi {
     }
     const next = this.stamp({ ...pod, status: mergePatch(pod.status ?? {}, (patch as Pod).status ?? {}) });
     this.pods.set(key, next);
-    this.notify('MODIFIED', next);
+    this.notify(PODS, 'MODIFIED', next);
     return clone(next);
   }
 
@@ -256,12 +319,12 @@ export class FakeKubeApi implements KubeApi {
       next.metadata!.deletionTimestamp = new Date(this.now()).toISOString().replace('.000Z', 'Z');
       next.metadata!.deletionGracePeriodSeconds = grace;
       this.pods.set(key, next);
-      this.notify('MODIFIED', next);
+      this.notify(PODS, 'MODIFIED', next);
       return;
     }
     this.pods.delete(key);
     this.rv++;
-    this.notify('DELETED', { ...pod, metadata: { ...pod.metadata, resourceVersion: String(this.rv) } });
+    this.notify(PODS, 'DELETED', { ...pod, metadata: { ...pod.metadata, resourceVersion: String(this.rv) } });
   }
 
   // --- events, CSRs --------------------------------------------------------------------------------
@@ -323,8 +386,18 @@ export class FakeKubeApi implements KubeApi {
     return obj;
   }
 
-  private notify(type: WatchEvent['type'], pod: Pod): void {
-    for (const w of this.watchers) if (w.selector(pod)) w.onEvent({ type, object: clone(pod) });
+  private collection(path: string): Map<string, any> {
+    if (path === PODS) return this.pods;
+    if (path === NODES) return this.nodes;
+    let map = this.collections.get(path);
+    if (!map) this.collections.set(path, (map = new Map()));
+    return map;
+  }
+
+  private notify(path: string, type: WatchEvent['type'], obj: unknown): void {
+    for (const w of this.watchers) {
+      if (w.path === path && w.selector(obj)) w.onEvent({ type, object: clone(obj) });
+    }
   }
 }
 
@@ -332,9 +405,5 @@ function alreadyExists(resource: string, name: string): ApiError {
   return new ApiError(409, 'AlreadyExists', `${resource} "${name}" already exists`);
 }
 
-/** `spec.nodeName=x` (the only field selector the kubelet uses). */
-function selectorOf(fieldSelector: string): (pod: Pod) => boolean {
-  const [field, value] = fieldSelector.split('=');
-  if (field !== 'spec.nodeName') return () => true;
-  return (pod) => (pod.spec?.nodeName ?? '') === value;
-}
+/** `services` of `/api/v1/services`, as the call log names it. */
+const resourceOf = (path: string) => path.slice(path.lastIndexOf('/') + 1);

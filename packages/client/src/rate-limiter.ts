@@ -1,4 +1,4 @@
-import type { Clock } from '@nodelet/kernel';
+import type { Clock, Loop, StepResult } from '@nodelet/kernel';
 
 /**
  * A token bucket on the kernel clock (client-go's flowcontrol token bucket): `burst` tokens, refilled at
@@ -12,7 +12,8 @@ export class TokenBucket {
   private tokens: number;
   private last: number;
   private readonly queue: (() => void)[] = [];
-  private cancelTimer?: () => void;
+  /** Serves waiters as tokens come due; only while there are waiters. */
+  private serving?: Loop;
 
   constructor(
     private readonly clock: Clock,
@@ -48,8 +49,8 @@ export class TokenBucket {
 
   /** Releases every waiter (shutdown). */
   close(): void {
-    this.cancelTimer?.();
-    this.cancelTimer = undefined;
+    this.serving?.stop();
+    this.serving = undefined;
     for (const resolve of this.queue.splice(0)) resolve();
   }
 
@@ -60,17 +61,24 @@ export class TokenBucket {
   }
 
   private schedule(): void {
-    if (this.cancelTimer || this.queue.length === 0) return;
+    if (this.serving || this.queue.length === 0) return;
+    this.serving = this.clock.loop(() => this.serve(), { period: 0, initialDelay: this.untilNextToken() });
+  }
+
+  /** Hands out the tokens due now, in order; the step runs again when the next one is. */
+  private serve(): StepResult {
     this.refill();
-    const waitMs = Math.max(1, Math.ceil(((1 - this.tokens) * 1000) / this.qps));
-    this.cancelTimer = this.clock.setTimeout(() => {
-      this.cancelTimer = undefined;
-      this.refill();
-      while (this.queue.length > 0 && this.tokens >= 1) {
-        this.tokens -= 1;
-        this.queue.shift()!();
-      }
-      this.schedule();
-    }, waitMs);
+    while (this.queue.length > 0 && this.tokens >= 1) {
+      this.tokens -= 1;
+      this.queue.shift()!();
+    }
+    if (this.queue.length > 0) return { after: this.untilNextToken() };
+    this.serving?.stop();
+    this.serving = undefined;
+  }
+
+  private untilNextToken(): number {
+    this.refill();
+    return Math.max(1, Math.ceil(((1 - this.tokens) * 1000) / this.qps));
   }
 }

@@ -1,18 +1,21 @@
-import { existsSync } from 'node:fs';
-import { Agent as HttpsAgent, type AgentOptions } from 'node:https';
+import { Agent as HttpsAgent, type AgentOptions, type RequestOptions } from 'node:https';
 import * as k8s from '@kubernetes/client-node';
 import type { Pod } from '@nodelet/api';
 import { type Clock, errorMessage } from '@nodelet/kernel';
+import { getJson } from './http-get.js';
 import {
   ApiError,
   type CertificateSigningRequest,
   type CoreEvent,
   type KubeApi,
   type Lease,
+  type ListOptions,
   type Node,
+  type ObjectList,
   type PodListResult,
   type WatchEvent,
   type WatchHandle,
+  type WatchOptions,
 } from './kube-api.js';
 import { TokenBucket } from './rate-limiter.js';
 
@@ -28,41 +31,14 @@ export interface ClientNodeApiOptions {
 }
 
 /**
- * Loads a kubeconfig file, with a message that names the file and what is wrong with it: missing, not
- * YAML, no current context, no cluster server.
- */
-export function loadKubeConfig(path: string): k8s.KubeConfig {
-  if (!existsSync(path)) throw new Error(`kubeconfig ${path}: no such file`);
-  const kc = new k8s.KubeConfig();
-  try {
-    kc.loadFromFile(path);
-  } catch (err) {
-    throw new Error(`kubeconfig ${path} could not be loaded: ${errorMessage(err).split('\n')[0]}`);
-  }
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) {
-    throw new Error(
-      `kubeconfig ${path} has no current cluster: set current-context to a context whose cluster exists`,
-    );
-  }
-  if (!cluster.server)
-    throw new Error(`kubeconfig ${path}: cluster ${JSON.stringify(cluster.name)} has no server`);
-  try {
-    new URL(cluster.server);
-  } catch {
-    throw new Error(`kubeconfig ${path}: cluster server ${JSON.stringify(cluster.server)} is not a URL`);
-  }
-  return kc;
-}
-
-/**
  * `KubeApi` over @kubernetes/client-node: CoreV1Api, CoordinationV1Api, CertificatesV1Api and its
- * Watch, so the kubelet speaks to any API server the kubeconfig points at (client certificates, bearer
- * tokens, exec credential plugins — whatever client-node supports). Every request takes a token of the
- * client's rate limiter (50 QPS, burst 100) first, and has a timeout.
+ * Watch, so the kubelet and the proxy speak to any API server the kubeconfig points at (client
+ * certificates, bearer tokens, exec credential plugins — whatever client-node supports). Every request
+ * takes a token of the client's rate limiter (50 QPS, burst 100) first, and has a timeout on the clock.
  *
  * client-node hands back model classes (timestamps as `Date`); they are turned back into plain JSON
- * here, as the rest of the kubelet reads API objects.
+ * here, as the rest of nodelet reads API objects. Lists (`list`, `listPods`) skip the models: the JSON
+ * the server sent is parsed once and handed on, which is what a list of thousands of objects costs.
  */
 export class ClientNodeApi implements KubeApi {
   readonly server: string;
@@ -157,39 +133,63 @@ export class ClientNodeApi implements KubeApi {
     );
   }
 
-  async listPods(fieldSelector: string): Promise<PodListResult> {
-    const list = await this.call<{ items?: Pod[]; metadata?: { resourceVersion?: string } }>(
-      'list pods',
-      (o) => this.core.listPodForAllNamespaces({ fieldSelector }, o),
-    );
-    return { items: (list.items ?? []) as Pod[], resourceVersion: list.metadata?.resourceVersion ?? '' };
+  listPods(fieldSelector: string): Promise<PodListResult> {
+    return this.list<Pod>('/api/v1/pods', { fieldSelector });
   }
 
   watchPods(fieldSelector: string, resourceVersion: string, onEvent: (e: WatchEvent) => void): WatchHandle {
+    return this.watch('/api/v1/pods', { fieldSelector, resourceVersion }, onEvent);
+  }
+
+  async list<T>(path: string, options: ListOptions = {}): Promise<ObjectList<T>> {
+    const what = `list ${resourceOf(path)}`;
+    await this.limiter.take();
+    const url = new URL(this.server.replace(/\/$/, '') + path);
+    if (options.labelSelector) url.searchParams.set('labelSelector', options.labelSelector);
+    if (options.fieldSelector) url.searchParams.set('fieldSelector', options.fieldSelector);
+    const deadline = this.clock.deadline(this.timeoutMs);
+    try {
+      const request: RequestOptions = {};
+      await this.kubeConfig.applyToHTTPSOptions(request);
+      const agent = this.keepAlive(request.agent) ?? request.agent;
+      const response = getJson(url, { ...request, agent, signal: deadline.signal });
+      await this.clock.track(response.then(noop, noop));
+      const list = (await response) as { items?: T[] | null; metadata?: { resourceVersion?: string } };
+      return { items: list.items ?? [], resourceVersion: list.metadata?.resourceVersion ?? '' };
+    } catch (err) {
+      throw toApiError(err, this.server, what);
+    } finally {
+      deadline.cancel();
+    }
+  }
+
+  watch<T>(path: string, options: WatchOptions, onEvent: (e: WatchEvent<T>) => void): WatchHandle {
+    const what = `watch ${resourceOf(path)}`;
     let controller: AbortController | undefined;
     let stopped = false;
     let finish!: (err: unknown) => void;
     const done = new Promise<unknown>((resolve) => (finish = resolve));
     const params = {
-      fieldSelector,
-      resourceVersion,
+      labelSelector: options.labelSelector,
+      fieldSelector: options.fieldSelector,
+      resourceVersion: options.resourceVersion,
       allowWatchBookmarks: true,
-      timeoutSeconds: this.options.watchTimeoutSeconds ?? 300,
+      timeoutSeconds: options.timeoutSeconds ?? this.options.watchTimeoutSeconds ?? 300,
     };
     void this.limiter.take().then(async () => {
       if (stopped) return finish(undefined);
       try {
         controller = await this.watcher.watch(
-          '/api/v1/pods',
+          path,
           params,
           (type, object) => {
             if (!stopped) onEvent({ type: type as WatchEvent['type'], object });
           },
-          (err) => finish(stopped || !err ? undefined : toApiError(err, this.server, 'watch pods')),
+          (err) => finish(stopped || !err ? undefined : toApiError(err, this.server, what)),
         );
         if (stopped) controller.abort();
       } catch (err) {
-        finish(toApiError(err, this.server, 'watch pods'));
+        finish(toApiError(err, this.server, what));
       }
     });
     return {
@@ -276,6 +276,7 @@ export class ClientNodeApi implements KubeApi {
     contentType = json,
   ): Promise<T> {
     await this.limiter.take();
+    const deadline = this.clock.deadline(this.timeoutMs);
     const options: k8s.ConfigurationOptions = {
       middleware: [
         {
@@ -284,7 +285,7 @@ export class ClientNodeApi implements KubeApi {
             if (contentType !== json) ctx.setHeaderParam('Content-Type', contentType);
             const agent = this.keepAlive(ctx.getAgent());
             if (agent) ctx.setAgent(agent);
-            ctx.setSignal(AbortSignal.timeout(this.timeoutMs));
+            ctx.setSignal(deadline.signal);
             return new k8s.Observable(Promise.resolve(ctx));
           },
           post: (res: k8s.ResponseContext) => new k8s.Observable(Promise.resolve(res)),
@@ -299,9 +300,14 @@ export class ClientNodeApi implements KubeApi {
       return toWire(await response) as T;
     } catch (err) {
       throw toApiError(err, this.server, what);
+    } finally {
+      deadline.cancel();
     }
   }
 }
+
+/** `services` of `/api/v1/services`, for messages. */
+const resourceOf = (path: string) => path.slice(path.lastIndexOf('/') + 1);
 
 const json = 'application/json';
 const noop = () => undefined;
@@ -337,7 +343,7 @@ export function toApiError(err: unknown, server: string, what: string): ApiError
       status = { message: typeof e.body === 'string' ? e.body.slice(0, 200) : undefined };
     }
     const reason = status.reason ?? reasonForCode(code);
-    return new ApiError(code, reason, `${what}: ${status.message || reason} (HTTP ${code})`);
+    return new ApiError(code, reason, `${what}: ${status.message || reason} (HTTP ${code})`, status.message);
   }
   const timedOut = e.name === 'TimeoutError' || e.name === 'AbortError' || e.type === 'aborted';
   return new ApiError(
