@@ -7,5 +7,6 @@ export * from './bus.js';
 export * from './logger.js';
 export * from './plugin.js';
 export * from './linker.js';
+export * from './loader.js';
 export * from './config.js';
 export * from './kernel.js';

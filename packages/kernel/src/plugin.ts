@@ -1,5 +1,5 @@
 import type { Container } from 'inversify';
-import type { AnyCapability, Capability } from './capability.js';
+import type { Capability, CapabilityRef } from './capability.js';
 import type { Clock } from './clock.js';
 import type { EventBus } from './bus.js';
 import type { Logger } from './logger.js';
@@ -13,15 +13,18 @@ export interface PluginManifest {
   readonly name: string;
   readonly version: string;
   readonly description?: string;
-  /** Capabilities this plugin binds. */
-  readonly provides: readonly AnyCapability[];
-  /** Capabilities this plugin needs; linking fails when one has no provider. */
-  readonly requires: readonly AnyCapability[];
-  /** Capabilities this plugin uses when present (`getOptional`, `getAll`). */
-  readonly optional?: readonly AnyCapability[];
   /**
-   * JSON Schema of the plugin's configuration (the `plugins.<name>` section of the config file).
-   * Validated before `register`; errors name the file and the field.
+   * Capabilities this plugin binds, each with the major version it was built against (a capability
+   * object carries it; a plugin that imports nothing of nodelet writes `{ id, version }`).
+   */
+  readonly provides: readonly CapabilityRef[];
+  /** Capabilities this plugin needs; linking fails when one has no provider of the same major version. */
+  readonly requires: readonly CapabilityRef[];
+  /** Capabilities this plugin uses when present (`getOptional`, `getAll`). */
+  readonly optional?: readonly CapabilityRef[];
+  /**
+   * JSON Schema of the plugin's configuration (the `config` of its `plugins:` entry). Every plugin's
+   * configuration is validated before any plugin registers; errors name the file and the field.
    */
   readonly configSchema?: object;
 }
@@ -43,12 +46,16 @@ export interface PluginContext<C = unknown> {
   readonly container: Container;
   /** Binds an implementation of a capability this plugin declared in `provides`. */
   provide<T>(capability: Capability<T>, implementation: T): void;
+  provide(capability: CapabilityRef, implementation: unknown): void;
   /** The provider of a `one` capability declared in `requires`. */
   get<T>(capability: Capability<T>): T;
+  get(capability: CapabilityRef): unknown;
   /** The provider of a capability declared in `optional`, or undefined. */
   getOptional<T>(capability: Capability<T>): T | undefined;
+  getOptional(capability: CapabilityRef): unknown;
   /** Every provider of a `many` capability (declared in `requires` or `optional`); empty when none. */
   getAll<T>(capability: Capability<T>): T[];
+  getAll(capability: CapabilityRef): unknown[];
   /** Called when the kernel starts, after every plugin this one requires has started. */
   onStart(hook: StartStopHook): void;
   /** Called when the kernel stops, before the plugins this one requires are stopped. */
