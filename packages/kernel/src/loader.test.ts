@@ -53,6 +53,7 @@ test('a requirer and a provider built against different major versions are refus
 
 test('every plugin configuration is validated before any registers; all errors at once, each with file and field', async (t) => {
   const registered: string[] = [];
+  const latency = { latencyMs: { type: 'integer', minimum: 0 } };
   const configured = (name: string) =>
     definePlugin({
       manifest: {
@@ -60,11 +61,7 @@ test('every plugin configuration is validated before any registers; all errors a
         version: '1',
         provides: [],
         requires: [],
-        configSchema: {
-          type: 'object',
-          additionalProperties: false,
-          properties: { latencyMs: { type: 'integer', minimum: 0 } },
-        },
+        configSchema: { properties: latency, additionalProperties: false },
       },
       register: () => void registered.push(name),
     });

@@ -1,3 +1,4 @@
+import { readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { isAbsolute, join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -124,7 +125,7 @@ export async function loadPlugin(spec: PluginSpec, options: LoaderOptions = {}):
  * `baseDir`, so a package installed next to the config is found too.
  */
 async function importSpec(spec: string, baseDir: string, options: LoaderOptions): Promise<unknown> {
-  if (isPluginPath(spec)) return import(pathToFileURL(resolve(baseDir, spec)).href);
+  if (isPluginPath(spec)) return import(pathToFileURL(entryOf(resolve(baseDir, spec))).href);
   try {
     return await (options.importModule ?? ((s: string) => import(s)))(spec);
   } catch (err) {
@@ -137,6 +138,30 @@ async function importSpec(spec: string, baseDir: string, options: LoaderOptions)
     }
     return import(pathToFileURL(resolved).href);
   }
+}
+
+/**
+ * A path names a module file, or a package's directory: its package.json's `exports` (the `.` entry,
+ * its `import` or `default` condition) or `main`, else index.js — what importing the package would run.
+ */
+function entryOf(path: string): string {
+  if (!statSync(path, { throwIfNoEntry: false })?.isDirectory()) return path;
+  let pkg: { exports?: unknown; main?: unknown } = {};
+  try {
+    pkg = JSON.parse(readFileSync(join(path, 'package.json'), 'utf8')) as typeof pkg;
+  } catch {
+    // no package.json: index.js, as Node would
+  }
+  const conditions = (e: unknown): unknown =>
+    e && typeof e === 'object' && !Array.isArray(e)
+      ? conditions(
+          (e as Record<string, unknown>)['.'] ??
+            (e as Record<string, unknown>).import ??
+            (e as Record<string, unknown>).default,
+        )
+      : e;
+  const entry = conditions(pkg.exports) ?? pkg.main ?? 'index.js';
+  return join(path, typeof entry === 'string' ? entry : 'index.js');
 }
 
 function firstLine(err: unknown): string {
