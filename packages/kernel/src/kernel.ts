@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { Container } from 'inversify';
+import { Container, inject } from 'inversify';
 import { type Capability, capabilityIdentifier, type CapabilityRef, defineCapability } from './capability.js';
 import { type Clock, RealClock } from './clock.js';
 import { EventBus } from './bus.js';
@@ -14,7 +14,9 @@ import { validateConfig } from './config.js';
 export const KernelBus = defineCapability<EventBus>('kernel.bus', { version: 1 });
 export const KernelClock = defineCapability<Clock>('kernel.clock', { version: 1 });
 export const KernelLogger = defineCapability<Logger>('kernel.logger', { version: 1 });
-const builtIns: Capability<unknown>[] = [KernelBus, KernelClock, KernelLogger];
+/** In a plugin's own container: its validated configuration (and `KernelLogger` is its own logger). */
+export const PluginConfig = defineCapability<unknown>('kernel.plugin-config', { version: 1 });
+const builtIns: Capability<unknown>[] = [KernelBus, KernelClock, KernelLogger, PluginConfig];
 
 export interface KernelOptions {
   clock?: Clock;
@@ -187,8 +189,12 @@ export class Kernel {
     const entry: Registered = { name, start: [], stop: [] };
 
     // The plugin's own container: only what it declared, plus the kernel's services.
+    const logger = this.logger.child(name);
     const container = new Container();
-    for (const cap of builtIns) container.bind(cap.identifier).toConstantValue(this.root.get(cap.identifier));
+    container.bind(KernelBus.identifier).toConstantValue(this.bus);
+    container.bind(KernelClock.identifier).toConstantValue(this.clock);
+    container.bind(KernelLogger.identifier).toConstantValue(logger);
+    container.bind(PluginConfig.identifier).toConstantValue(config);
     for (const cap of declared.values()) {
       const id = identifierOf(cap);
       if (!this.root.isBound(id)) continue;
@@ -208,7 +214,7 @@ export class Kernel {
       config,
       bus: this.bus,
       clock: this.clock,
-      logger: this.logger.child(name),
+      logger,
       container,
       provide: (cap: CapabilityRef, implementation: unknown) => {
         if (!provides.has(cap.id)) {
@@ -238,7 +244,15 @@ export class Kernel {
       onStop: (hook) => void entry.stop.unshift(hook),
     };
 
-    await plugin.register(context);
+    if (plugin.bindings) await container.loadAsync(plugin.bindings);
+    await plugin.register?.(context);
+    // What the bindings provide: each capability of `provides` the plugin's container binds itself.
+    for (const cap of manifest.provides) {
+      const id = identifierOf(cap);
+      if (provided.has(cap.id) || declared.has(cap.id) || !container.isCurrentBound(id)) continue;
+      for (const impl of container.getAll(id)) this.root.bind(id).toConstantValue(impl);
+      provided.add(cap.id);
+    }
     for (const id of provides) {
       if (!provided.has(id)) {
         throw new LinkError(
@@ -262,3 +276,8 @@ export class Kernel {
     this.started = 0;
   }
 }
+
+/** Parameter decorators for a plugin's `@injectable` parts: its configuration, logger and clock. */
+export const injectConfig = () => inject(PluginConfig.identifier);
+export const injectLogger = () => inject(KernelLogger.identifier);
+export const injectClock = () => inject(KernelClock.identifier);

@@ -180,8 +180,9 @@ function isNotFound(err: unknown, spec: string): boolean {
 /** Why `value` is not a plugin, or undefined when it is one. */
 export function pluginProblem(value: unknown): string | undefined {
   if (!value || typeof value !== 'object') return 'no such export';
-  const { manifest, register } = value as Partial<NodeletPlugin>;
-  if (typeof register !== 'function') return 'register is not a function';
+  const { manifest, register, bindings } = value as Partial<NodeletPlugin>;
+  if (typeof register !== 'function' && (typeof bindings !== 'object' || bindings === null))
+    return 'register is not a function';
   if (!manifest || typeof manifest !== 'object') return 'it has no manifest';
   if (typeof manifest.name !== 'string' || !manifest.name) return 'manifest.name is not a string';
   for (const list of ['provides', 'requires'] as const) {

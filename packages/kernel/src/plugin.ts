@@ -1,4 +1,4 @@
-import type { Container } from 'inversify';
+import type { Container, ContainerModule } from 'inversify';
 import type { Capability, CapabilityRef } from './capability.js';
 import type { Clock } from './clock.js';
 import type { EventBus } from './bus.js';
@@ -41,7 +41,7 @@ export interface PluginContext<C = unknown> {
   readonly logger: Logger;
   /**
    * A container holding only the capabilities this plugin declared (required and optional) plus the
-   * kernel's services. Plugins with `@injectable` classes bind them here and resolve them.
+   * kernel's services: the plugin's `bindings` are loaded into it, and its parts resolved from it.
    */
   readonly container: Container;
   /** Binds an implementation of a capability this plugin declared in `provides`. */
@@ -64,7 +64,14 @@ export interface PluginContext<C = unknown> {
 
 export interface NodeletPlugin<C = unknown> {
   readonly manifest: PluginManifest;
-  register(context: PluginContext<C>): void | Promise<void>;
+  /**
+   * The plugin's parts as inversify bindings, loaded into its own container (which holds only what the
+   * manifest declares, the kernel's services, `PluginConfig` and the plugin's logger as `KernelLogger`).
+   * Each capability of `provides` bound here is resolved from that container and provided.
+   */
+  readonly bindings?: ContainerModule;
+  /** Runs after `bindings` are loaded: start/stop hooks, and anything provided by hand. */
+  register?(context: PluginContext<C>): void | Promise<void>;
 }
 
 /** Identity helper that gives plugin authors type inference for their config. */
