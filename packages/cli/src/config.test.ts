@@ -5,7 +5,7 @@ import test from 'ava';
 import { createLogger, MemorySink } from '@nodelet/kernel';
 import { buildKernel, logLevelFor, parseKubeletArgs } from './kubelet-command.js';
 import { defaultDirs, parseHeaderFlags, resolveKubeletSetup, type SetupEnv } from './kubelet-setup.js';
-import { builtInRuntimes, checkRuntimeName, loadRuntime } from './runtimes.js';
+import { checkRuntimeName, loadRuntime, runtimeAliases } from './plugins.js';
 
 function tmp(t: { teardown: (fn: () => void) => void }): string {
   const dir = mkdtempSync(join(tmpdir(), 'nodelet-cli-config-'));
@@ -253,7 +253,7 @@ test('NodeletConfiguration errors name the file and the field', (t) => {
 });
 
 test('runtime: the table of built-ins (fake, containerd, crio), packages and paths are imported', async (t) => {
-  t.deepEqual([...builtInRuntimes.keys()], ['fake', 'containerd', 'crio']);
+  t.deepEqual(Object.keys(runtimeAliases), ['fake', 'containerd', 'crio']);
   const fake = await loadRuntime({ name: 'fake', origin: 'flag --runtime', baseDir: '/' });
   t.is(fake.manifest.name, 'runtime-fake');
   const containerd = await loadRuntime({ name: 'containerd', origin: 'flag --runtime', baseDir: '/' });

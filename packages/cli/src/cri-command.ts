@@ -88,8 +88,8 @@ async function serve(
 ): Promise<void> {
   const [{ Kernel, createLogger, errorMessage }, { CriImage, CriRuntime, serveCri, unixSocketPath }] =
     await Promise.all([import('@nodelet/kernel'), import('@nodelet/cri')]);
-  const [{ loadRuntime }, { loadConfigFile }] = await Promise.all([
-    import('./runtimes.js'),
+  const [{ loadRuntime, pluginSection }, { loadConfigFile }] = await Promise.all([
+    import('./plugins.js'),
     import('./nodelet-config.js'),
   ]);
   const logger: Logger = createLogger({ level: (v ?? 0) >= 2 ? 'debug' : 'info' });
@@ -100,12 +100,8 @@ async function serve(
     baseDir: process.cwd(),
   });
   const name = plugin.manifest.name;
-  const pluginsOrigin = config ? `${config.path}: plugins` : 'plugins';
-  const kernel = new Kernel({ logger }).use(
-    plugin,
-    config?.nodelet?.plugins?.[name] ?? {},
-    `${pluginsOrigin}.${name}`,
-  );
+  const section = pluginSection(config, name);
+  const kernel = new Kernel({ logger }).use(plugin, section.config, section.origin);
   await kernel.start();
   let server: Awaited<ReturnType<typeof serveCri>>;
   try {

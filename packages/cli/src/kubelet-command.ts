@@ -1,4 +1,4 @@
-import type { Kernel, Logger, LogLevel } from '@nodelet/kernel';
+import type { Clock, Kernel, Logger, LogLevel } from '@nodelet/kernel';
 import { intFlag, parseFlags } from './args.js';
 import { CliError } from './errors.js';
 import type { KubeletFlags, KubeletSetup } from './kubelet-setup.js';
@@ -114,14 +114,37 @@ export function logLevelFor(v: number | undefined): LogLevel {
   return (v ?? 0) >= 2 ? 'debug' : 'info';
 }
 
-/** Builds the kernel (not started) from a setup: the runtime plugin, then the kubelet. */
-export async function buildKernel(setup: KubeletSetup, logger: Logger): Promise<Kernel> {
-  const [{ Kernel }, { kubeletPlugin }, { loadRuntime, runtimePluginConfig, takesCriEndpoint }] =
-    await Promise.all([import('@nodelet/kernel'), import('@nodelet/kubelet'), import('./runtimes.js')]);
-  const runtime = await loadRuntime(setup.runtime);
-  const kernel = new Kernel({ logger });
+/**
+ * Builds the kernel (not started) from a setup: the runtime plugin, the plugins the config lists, then
+ * the kubelet. `runtime:` expands into an entry of the list; when nothing chose a runtime, a listed
+ * plugin that provides `cri.runtime` is the runtime.
+ */
+export async function buildKernel(
+  setup: KubeletSetup,
+  logger: Logger,
+  options: { clock?: Clock } = {},
+): Promise<Kernel> {
+  const [{ Kernel }, { kubeletPlugin }, { CriRuntime }, plugins, endpoints] = await Promise.all([
+    import('@nodelet/kernel'),
+    import('@nodelet/kubelet'),
+    import('@nodelet/cri'),
+    import('./plugins.js'),
+    import('./cri-endpoints.js'),
+  ]);
+  const listed = await plugins.loadListed(setup.pluginList);
+  const chosen = setup.runtime.origin !== plugins.DEFAULT_RUNTIME_ORIGIN;
+  const listedRuntime = chosen
+    ? undefined
+    : listed.find((l) => plugins.providesCapability(l.plugin, CriRuntime.id));
+  const runtime = listedRuntime?.plugin ?? (await plugins.loadRuntime(setup.runtime));
   const runtimeName = runtime.manifest.name;
-  if (!takesCriEndpoint(runtime)) {
+  // The runtime's section: its list entry, else its `plugins.<name>` section.
+  const entry = listedRuntime ?? listed.find((l) => l.plugin.manifest.name === runtimeName);
+  const others = listed.filter((l) => l !== entry);
+  const runtimeLabel = listedRuntime ? listedRuntime.spec.use : setup.runtime.name;
+  const runtimeOrigin = listedRuntime ? listedRuntime.spec.origin : setup.runtime.origin;
+  const kernel = new Kernel({ logger, ...(options.clock ? { clock: options.clock } : {}) });
+  if (!endpoints.takesCriEndpoint(runtime)) {
     const flag = setup.criFlags?.runtimeEndpoint
       ? '--container-runtime-endpoint'
       : setup.criFlags?.imageEndpoint
@@ -129,22 +152,22 @@ export async function buildKernel(setup: KubeletSetup, logger: Logger): Promise<
         : undefined;
     if (flag) {
       throw new CliError(
-        `flag ${flag} needs a CRI runtime, but the runtime is ${JSON.stringify(setup.runtime.name)} (${setup.runtime.origin}); add --runtime containerd (or crio)`,
+        `flag ${flag} needs a CRI runtime, but the runtime is ${JSON.stringify(runtimeLabel)} (${runtimeOrigin}); add --runtime containerd (or crio)`,
       );
     }
     if (setup.containerRuntimeEndpoint || setup.imageServiceEndpoint) {
       logger.warn(
         'the KubeletConfiguration names a CRI endpoint, but the runtime does not use one; ignoring it',
         {
-          runtime: setup.runtime.name,
+          runtime: runtimeLabel,
           containerRuntimeEndpoint: setup.containerRuntimeEndpoint ?? '',
         },
       );
     }
   }
-  const runtimeConfig = runtimePluginConfig(
+  const runtimeConfig = endpoints.runtimePluginConfig(
     runtime,
-    setup.plugins[runtimeName] ?? {},
+    (entry?.spec.config as Record<string, unknown> | undefined) ?? setup.plugins[runtimeName] ?? {},
     {
       runtimeEndpoint: setup.containerRuntimeEndpoint,
       imageEndpoint: setup.imageServiceEndpoint,
@@ -152,7 +175,12 @@ export async function buildKernel(setup: KubeletSetup, logger: Logger): Promise<
     },
     setup.criFlags ?? {},
   );
-  kernel.use(runtime, runtimeConfig, `${setup.pluginsOrigin}.${runtimeName}`);
+  kernel.use(
+    runtime,
+    runtimeConfig,
+    entry ? (entry.spec.configOrigin ?? entry.spec.origin) : `${setup.pluginsOrigin}.${runtimeName}`,
+  );
+  for (const { plugin, spec } of others) kernel.use(plugin, spec.config, spec.configOrigin ?? spec.origin);
   kernel.use(kubeletPlugin, setup.kubelet, 'kubelet configuration');
   for (const name of Object.keys(setup.plugins)) {
     if (name !== runtimeName) {

@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 import { homedir, hostname, networkInterfaces } from 'node:os';
 import { join, resolve } from 'node:path';
-import type { Logger } from '@nodelet/kernel';
+import type { Logger, PluginSpec } from '@nodelet/kernel';
 import {
   type ApiServerOptions,
   type KubeletConfigValues,
@@ -11,7 +11,7 @@ import {
 } from '@nodelet/kubelet';
 import { CliError } from './errors.js';
 import { type LoadedConfig, loadConfigFile } from './nodelet-config.js';
-import { checkRuntimeName, type RuntimeChoice } from './runtimes.js';
+import { checkRuntimeName, DEFAULT_RUNTIME_ORIGIN, pluginSpecs, type RuntimeChoice } from './plugins.js';
 
 /** `nodelet kubelet` flags, parsed (names as upstream kubelet spells them). */
 export interface KubeletFlags {
@@ -72,7 +72,9 @@ export function hostEnv(logger: Logger): SetupEnv {
 export interface KubeletSetup {
   kubelet: KubeletPluginConfig;
   runtime: RuntimeChoice;
-  /** `plugins.<name>` sections of the nodelet config. */
+  /** The `plugins:` list of the nodelet config: plugins to load beside the runtime (or as it). */
+  pluginList: PluginSpec[];
+  /** `plugins.<name>` sections of the nodelet config (the map form of `plugins:`). */
   plugins: Record<string, Record<string, unknown>>;
   /** Origin prefix for plugin config errors, e.g. `/etc/nodelet.yaml: plugins`. */
   pluginsOrigin: string;
@@ -152,7 +154,7 @@ export function resolveKubeletSetup(flags: KubeletFlags, env: SetupEnv): Kubelet
     runtime = { name: flags.runtime, origin: 'flag --runtime', baseDir: env.cwd };
   else if (nc?.runtime !== undefined) {
     runtime = { name: nc.runtime, origin: `${config!.path}: field "runtime"`, baseDir: config!.dir };
-  } else runtime = { name: 'fake', origin: 'the default runtime', baseDir: env.cwd };
+  } else runtime = { name: 'fake', origin: DEFAULT_RUNTIME_ORIGIN, baseDir: env.cwd };
   checkRuntimeName(runtime);
 
   const nodeName =
@@ -202,10 +204,12 @@ export function resolveKubeletSetup(flags: KubeletFlags, env: SetupEnv): Kubelet
   const apiServer = apiServerOptions(flags, fromCwd, kc);
   if (apiServer) kubelet.apiServer = apiServer;
 
+  const listed = Array.isArray(nc?.plugins) ? nc.plugins : undefined;
   const setup: KubeletSetup = {
     kubelet,
     runtime,
-    plugins: nc?.plugins ?? {},
+    pluginList: listed ? pluginSpecs(listed, config!.path, config!.dir) : [],
+    plugins: listed ? {} : ((nc?.plugins as KubeletSetup['plugins'] | undefined) ?? {}),
     pluginsOrigin: config ? `${config.path}: plugins` : 'plugins',
   };
   if (config) setup.config = config;

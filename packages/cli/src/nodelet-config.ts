@@ -12,12 +12,21 @@ import { type KubeletConfigValues, readKubeletConfig } from '@nodelet/kubelet';
  *     kubelet:
  *       podManifestPath: ./manifests    # relative paths are relative to this file
  *       kubeletConfig: ./kubelet-config.yaml
- *     plugins:
- *       runtime-fake: { pullLatencyMs: 200 }
+ *     plugins:                          # the kubelet's plugins: a built-in name, npm package or path
+ *     - use: fake                       # (same as runtime: fake, with its configuration)
+ *       config: { pullLatencyMs: 200 }
+ *     - use: ./probes/my-probes.mjs     # a third-party plugin: a probe handler, a CNI network, …
+ *       config: { table: ./health.yaml }
  *     proxy:                            # nodelet proxy --config, nodelet up --config
  *       mode: nftables                  # iptables | nftables | ipvs | userspace | none (nodelet up)
  *       kubeconfig: ./proxy.kubeconfig  # list + watch Services and EndpointSlices there
  *       nftables: { minSyncPeriod: 1s, syncPeriod: 30s }
+ *       plugins: [{ use: nodelet-proxy-ebpf, config: {} }]  # the proxy's plugins (a backend, …)
+ *
+ * `runtime:` and `proxy.mode:` expand into an entry of their list; an entry that provides the
+ * capability they would fill (`cri.runtime`, `proxy.backend`) takes the slot when they are not set.
+ * `plugins:` may also be a map of configurations by plugin name (`plugins: { runtime-fake: {…} }`),
+ * for the plugins `runtime:` loads.
  *
  * `--config` also takes an upstream KubeletConfiguration directly. The `proxy:` section is a subset of
  * upstream's KubeProxyConfiguration, with the same field names, plus nodelet's own (`services`,
@@ -43,8 +52,16 @@ export interface NodeletConfiguration {
     readOnlyPort?: number;
     address?: string;
   };
-  plugins?: Record<string, Record<string, unknown>>;
+  /** A list of plugins to load, or (the older form) configurations by plugin name. */
+  plugins?: PluginEntry[] | Record<string, Record<string, unknown>>;
   proxy?: ProxySection;
+}
+
+/** One entry of a `plugins:` list. */
+export interface PluginEntry {
+  /** A built-in name (fake, containerd, iptables, …), an npm package, or a path relative to the file. */
+  use: string;
+  config?: Record<string, unknown>;
 }
 
 /** Go duration text: `1s`, `500ms`, `1m30s`. */
@@ -74,11 +91,26 @@ export interface ProxySection {
   nftables?: { minSyncPeriod?: Duration; syncPeriod?: Duration };
   ipvs?: { scheduler?: string; minSyncPeriod?: Duration; syncPeriod?: Duration };
   userspace?: { listenAddress?: string };
+  plugins?: PluginEntry[];
 }
 
 const path = { type: 'string', minLength: 1 };
 const duration = { type: 'string', minLength: 1, description: 'a Go duration: 1s, 500ms, 1m30s' };
 const syncPeriods = { minSyncPeriod: duration, syncPeriod: duration };
+
+const pluginEntrySchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['use'],
+  properties: {
+    use: {
+      type: 'string',
+      minLength: 1,
+      description: 'a built-in plugin name, an npm package, or a path (relative to this file)',
+    },
+    config: { type: 'object', description: "the plugin's configuration, checked against its schema" },
+  },
+} as const;
 
 /** The `proxy:` section: what `nodelet proxy --config` and `nodelet up --config` read. */
 export const proxySectionSchema = {
@@ -126,6 +158,7 @@ export const proxySectionSchema = {
       additionalProperties: false,
       properties: { listenAddress: { type: 'string', minLength: 1 } },
     },
+    plugins: { type: 'array', items: pluginEntrySchema, description: "the proxy's plugins" },
   },
 } as const;
 
@@ -169,8 +202,10 @@ export const nodeletConfigSchema = {
       },
     },
     plugins: {
-      type: 'object',
-      description: "each plugin's configuration, by plugin name",
+      // A list of { use, config }; or, the older form, each plugin's configuration by plugin name.
+      type: ['array', 'object'],
+      description: 'the plugins to load ({ use, config }), or configurations by plugin name',
+      items: pluginEntrySchema,
       additionalProperties: { type: 'object' },
     },
     proxy: proxySectionSchema,

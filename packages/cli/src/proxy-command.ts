@@ -2,12 +2,13 @@ import { isIPv4 } from 'node:net';
 import { hostname, networkInterfaces } from 'node:os';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { parseGoDuration as parseGoDurationMs } from '@nodelet/api';
-import type { Kernel, Logger, NodeletPlugin } from '@nodelet/kernel';
-import type { ProxyBackend, ProxyPluginConfig } from '@nodelet/proxy';
+import type { Kernel, Logger, PluginSpec } from '@nodelet/kernel';
+import type { ProxyPluginConfig } from '@nodelet/proxy';
 import { intFlag, parseFlags } from './args.js';
 import { CliError } from './errors.js';
 import { chooseProxyMode } from './proxy-mode.js';
 import type { ProxySection } from './nodelet-config.js';
+import type { ListedPlugin } from './plugins.js';
 
 // Flags and help load nothing heavy; the kernel, the proxy and its backends are imported only to run.
 
@@ -98,6 +99,10 @@ export interface ProxySetup {
   api?: { kubeconfig?: string; master?: string };
   /** Where the config came from, for logs. */
   configPath?: string;
+  /** The plugins the config's `proxy.plugins` lists, loaded. */
+  plugins: ListedPlugin[];
+  /** No mode was asked for and a plugin of `plugins` provides `proxy.backend`: it is the backend. */
+  listedBackend?: boolean;
 }
 
 /** Go duration strings ("1s", "500ms", "1m30s") in whole milliseconds. */
@@ -151,6 +156,7 @@ interface FileValues {
   iptablesBackend?: string;
   ipvsScheduler?: string;
   listenAddress?: string;
+  plugins?: PluginSpec[];
 }
 
 async function readConfig(path: string, logger: Logger, seen = new Set<string>()): Promise<FileValues> {
@@ -250,6 +256,16 @@ async function readConfig(path: string, logger: Logger, seen = new Set<string>()
       ...(p.iptables?.backend ? { iptablesBackend: p.iptables.backend } : {}),
       ...(p.ipvs?.scheduler ? { ipvsScheduler: p.ipvs.scheduler } : {}),
       ...(p.userspace?.listenAddress ? { listenAddress: p.userspace.listenAddress } : {}),
+      ...(p.plugins
+        ? {
+            plugins: (await import('./plugins.js')).pluginSpecs(
+              p.plugins,
+              path,
+              dirname(path),
+              'proxy.plugins',
+            ),
+          }
+        : {}),
     };
   }
   throw new CliError(
@@ -308,13 +324,20 @@ export async function resolveProxySetup(
   const backend = f['iptables-backend'] ?? file.iptablesBackend ?? 'auto';
   if (!['auto', 'nft', 'legacy'].includes(backend))
     throw new CliError(`--iptables-backend must be auto, nft or legacy; got ${JSON.stringify(backend)}`);
-  const chosen = chooseProxyMode({
-    requested,
-    origin: f.mode !== undefined ? modeFlag : `${f.config}: proxy mode`,
-    iptablesBackend: backend as ProxySetup['iptablesBackend'],
-    isRoot,
-    ...(context.has ? { has: context.has } : {}),
-  });
+  const plugins = file.plugins ? await (await import('./plugins.js')).loadListed(file.plugins) : [];
+  const listedBackend = requested === undefined ? await findListedBackend(plugins) : undefined;
+  const chosen = listedBackend
+    ? {
+        mode: listedBackend.plugin.manifest.name,
+        reason: `${listedBackend.spec.origin} provides proxy.backend`,
+      }
+    : chooseProxyMode({
+        requested,
+        origin: f.mode !== undefined ? modeFlag : `${f.config}: proxy mode`,
+        iptablesBackend: backend as ProxySetup['iptablesBackend'],
+        isRoot,
+        ...(context.has ? { has: context.has } : {}),
+      });
   const scheduler = f['ipvs-scheduler'] ?? file.ipvsScheduler ?? 'rr';
   if (!['rr', 'lc', 'wrr', 'sh', 'dh'].includes(scheduler))
     throw new CliError(`--ipvs-scheduler must be rr, lc, wrr, sh or dh; got ${JSON.stringify(scheduler)}`);
@@ -373,82 +396,19 @@ export async function resolveProxySetup(
     v: intFlag('v', f.v?.replace(/^=/, ''), 0, 10) ?? 0,
     ...(api ? { api } : {}),
     ...(f.config ? { configPath: resolve(f.config) } : {}),
+    plugins,
+    ...(listedBackend ? { listedBackend: true } : {}),
   };
 }
 
-/** The backend plugin of a mode, with its configuration. */
-export async function backendPlugin(
-  setup: ProxySetup,
-): Promise<{ plugin: NodeletPlugin<any>; config: Record<string, unknown> }> {
-  switch (setup.mode) {
-    case 'iptables':
-      return {
-        plugin: (await import('@nodelet/proxy-iptables')).proxyIptablesPlugin,
-        config: { backend: setup.iptablesBackend },
-      };
-    case 'nftables':
-      return { plugin: (await import('@nodelet/proxy-nftables')).proxyNftablesPlugin, config: {} };
-    case 'ipvs':
-      return {
-        plugin: (await import('@nodelet/proxy-ipvs')).proxyIpvsPlugin,
-        config: { scheduler: setup.ipvsScheduler },
-      };
-    case 'userspace':
-      return {
-        plugin: (await import('@nodelet/proxy-userspace')).proxyUserspacePlugin,
-        config: { listenAddress: setup.listenAddress },
-      };
-    default: {
-      const target =
-        setup.mode.startsWith('.') || setup.mode.startsWith('/') ? resolve(setup.mode) : setup.mode;
-      let mod: { default?: NodeletPlugin<any>; plugin?: NodeletPlugin<any> };
-      try {
-        mod = (await import(target)) as typeof mod;
-      } catch (err) {
-        throw new CliError(
-          `proxy mode ${JSON.stringify(setup.mode)} is not one of ${PROXY_MODES.join(', ')}, and no plugin package or file of that name loads: ${(err as Error).message.split('\n')[0]}`,
-        );
-      }
-      const plugin = mod.default ?? mod.plugin;
-      if (!plugin?.manifest)
-        throw new CliError(
-          `--mode ${setup.mode}: the module exports no nodelet plugin (export default or export const plugin)`,
-        );
-      return { plugin, config: {} };
-    }
-  }
-}
-
-/** Backends that remove their own leftovers: every built-in mode except `except`. */
-async function cleaners(logger: Logger, except?: string): Promise<{ mode: string; backend: ProxyBackend }[]> {
-  const out: { mode: string; backend: ProxyBackend }[] = [];
-  if (except !== 'iptables')
-    out.push({
-      mode: 'iptables',
-      backend: new (await import('@nodelet/proxy-iptables')).IptablesBackend({ logger }),
-    });
-  if (except !== 'nftables')
-    out.push({
-      mode: 'nftables',
-      backend: new (await import('@nodelet/proxy-nftables')).NftablesBackend({ logger }),
-    });
-  if (except !== 'ipvs')
-    out.push({ mode: 'ipvs', backend: new (await import('@nodelet/proxy-ipvs')).IpvsBackend({ logger }) });
-  return out;
-}
-
-/** Removes what every mode (but `except`) left in this network namespace. Failures are logged, not fatal. */
-export async function cleanupModes(logger: Logger, except?: string): Promise<boolean> {
-  let ok = true;
-  for (const { mode, backend } of await cleaners(logger, except)) {
-    try {
-      await backend.cleanup();
-    } catch (err) {
-      ok = false;
-      logger.error(`cleaning up ${mode} rules failed`, { err: (err as Error).message });
-    }
-  }
-  return ok;
+/** The plugin of a `proxy.plugins` list that provides `proxy.backend`, if any. */
+async function findListedBackend(plugins: ListedPlugin[]): Promise<ListedPlugin | undefined> {
+  if (plugins.length === 0) return undefined;
+  const [{ ProxyBackendCapability }, { providesCapability }] = await Promise.all([
+    import('@nodelet/proxy'),
+    import('./plugins.js'),
+  ]);
+  return plugins.find((l) => providesCapability(l.plugin, ProxyBackendCapability.id));
 }
 
 /**
@@ -464,7 +424,10 @@ export async function runProxy(
     io.stdout(proxyHelp);
     return undefined;
   }
-  const { createLogger } = await import('@nodelet/kernel');
+  const [{ createLogger }, { buildProxyKernel, cleanupModes }] = await Promise.all([
+    import('@nodelet/kernel'),
+    import('./proxy-kernel.js'),
+  ]);
   const logger = createLogger({
     level: intFlag('v', parsed.values.v?.replace(/^=/, ''), 0, 10)! >= 2 ? 'debug' : 'info',
   });
@@ -489,24 +452,5 @@ export async function runProxy(
     ...(setup.api?.master ? { master: setup.api.master } : {}),
     ...(setup.configPath ? { config: setup.configPath } : {}),
   });
-  return kernel;
-}
-
-/**
- * The proxy's kernel, not started: the backend plugin of the mode, the API source when the setup names
- * an API server, and the proxy. `nodelet proxy` and `nodelet up` both run this.
- */
-export async function buildProxyKernel(setup: ProxySetup, logger: Logger): Promise<Kernel> {
-  const [{ Kernel }, { proxyPlugin, apiSourcePlugin }, { plugin, config }] = await Promise.all([
-    import('@nodelet/kernel'),
-    import('@nodelet/proxy'),
-    backendPlugin(setup),
-  ]);
-  const kernel = new Kernel({ logger });
-  kernel.use(plugin, config, `proxy mode ${setup.mode}`);
-  if (setup.api) {
-    kernel.use(apiSourcePlugin, { ...setup.api, nodeName: setup.proxy.nodeName }, 'proxy API source');
-  }
-  kernel.use(proxyPlugin, setup.proxy, 'proxy configuration');
   return kernel;
 }

@@ -196,7 +196,7 @@ export async function runUp(
       // The admin credentials: the embedded API server has one authority, and the proxy is part of it.
       proxySetup.api = { kubeconfig: cp.kubeconfigPath };
       const proxyLogger = logger.child('proxy');
-      const { buildProxyKernel, cleanupModes } = await import('./proxy-command.js');
+      const { buildProxyKernel, cleanupModes } = await import('./proxy-kernel.js');
       if (env.isRoot) await cleanupModes(proxyLogger.child('cleanup'), proxySetup.mode);
       const proxyKernel = await buildProxyKernel(proxySetup, proxyLogger);
       await proxyKernel.start();
@@ -238,7 +238,10 @@ async function resolveUpProxy(
   nodeName: string,
   logger: Logger,
 ): Promise<ProxySetup | undefined> {
-  const { backendPlugin, resolveProxySetup } = await import('./proxy-command.js');
+  const [{ resolveProxySetup }, { backendPlugin }] = await Promise.all([
+    import('./proxy-command.js'),
+    import('./proxy-kernel.js'),
+  ]);
   const setup = await resolveProxySetup(
     {
       help: false,

@@ -75,5 +75,6 @@ export interface CniNetwork {
 }
 
 export const CniNetwork = defineCapability<CniNetwork>('cni.network', {
+  version: 1,
   description: 'pod network set-up and tear-down through CNI plugins',
 });

@@ -8,6 +8,7 @@ import { ControlPlane } from './control-plane.js';
  * @kubernetes/client-node like any remote kubelet would.
  */
 export const ControlPlaneApi = defineCapability<ControlPlane>('controlplane.api', {
+  version: 1,
   description: 'the embedded Kubernetes API server (nodelet up): its URL, kubeconfigs and hooks',
 });
 

@@ -144,9 +144,11 @@ export interface ImageService {
 }
 
 export const CriRuntime = defineCapability<RuntimeService>('cri.runtime', {
+  version: 1,
   description: 'a CRI v1 RuntimeService (fake, containerd, cri-o)',
 });
 
 export const CriImage = defineCapability<ImageService>('cri.image', {
+  version: 1,
   description: 'a CRI v1 ImageService',
 });

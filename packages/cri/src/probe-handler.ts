@@ -74,6 +74,7 @@ export interface ProbeHandler {
 }
 
 export const ProbeHandlerCapability = defineCapability<ProbeHandler>('probe.handler', {
+  version: 1,
   cardinality: 'many',
   description: 'a kind of container probe (httpGet, tcpSocket, exec, grpc, or a new one)',
 });

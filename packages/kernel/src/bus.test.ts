@@ -4,6 +4,20 @@ import { EventBus } from './bus.js';
 import { VirtualClock } from './clock.js';
 import { createLogger, MemorySink } from './logger.js';
 
+// The kernel declares no events of its own; these tests declare theirs as a domain package does.
+declare module './events.js' {
+  interface EventCatalogue {
+    '[PLEG] Container Started': { podUid: string; containerId: string };
+    '[PLEG] Container Died': { podUid: string; containerId: string };
+    '[Node] Condition Changed': {
+      type: string;
+      status: 'True' | 'False' | 'Unknown';
+      reason: string;
+      message: string;
+    };
+  }
+}
+
 test('a throwing handler is logged and neither it nor other subscribers lose events', (t) => {
   const sink = new MemorySink();
   const bus = new EventBus(new VirtualClock(), createLogger({ sink: sink.sink }));

@@ -1,83 +1,17 @@
-import type { Pod, PodStatus } from '@nodelet/api';
-
 /**
- * The event catalogue: every fact that travels on the bus, by name. Names say source and fact, as
- * `[PLEG] Container Died`. Events carry facts, never commands: producers do not know who listens.
- *
- * Third-party plugins add their own events by declaration merging:
+ * The event catalogue: every fact that travels on the bus, by name. The kernel defines only the
+ * mechanism; each domain declares its own events next to their producers, by declaration merging:
  *
  *     declare module '@nodelet/kernel' {
  *       interface EventCatalogue { '[MyPlugin] Thing Happened': { thing: string } }
  *     }
+ *
+ * Names say source and fact, as `[PLEG] Container Died`. Events carry facts, never commands: producers
+ * do not know who listens. A plugin that emits or subscribes to a domain's event imports the package
+ * that declares it.
  */
-export type PodSourceName = 'file' | 'http' | 'api';
-
-export interface EventCatalogue {
-  // Pod sources (static-manifest directory, manifest URL, API server).
-  '[Source] Pod Added': { source: PodSourceName; pod: Pod };
-  '[Source] Pod Updated': { source: PodSourceName; pod: Pod };
-  '[Source] Pod Removed': { source: PodSourceName; pod: Pod };
-  '[Source] Manifest Rejected': { source: PodSourceName; origin: string; reason: string };
-
-  // PLEG: what the relist saw change in the runtime.
-  '[PLEG] Container Started': { podUid: string; containerId: string };
-  '[PLEG] Container Died': { podUid: string; containerId: string };
-  '[PLEG] Container Removed': { podUid: string; containerId: string };
-  '[PLEG] Container Changed': { podUid: string; containerId: string };
-  '[PLEG] Health Changed': { healthy: boolean; message: string };
-
-  // Prober: one event per probe run. `result` is what this run found ('unknown': the check could not be
-  // made); `changed` says the kubelet's view of the probe (past its thresholds) changed with it.
-  '[Prober] Probe Result': {
-    podUid: string;
-    container: string;
-    containerId: string;
-    probe: 'liveness' | 'readiness' | 'startup';
-    result: 'success' | 'failure' | 'unknown';
-    message: string;
-    changed: boolean;
-  };
-
-  // Status manager.
-  '[Status] Pod Status Changed': { podUid: string; podName: string; namespace: string; status: PodStatus };
-
-  // What the kubelet did to a pod, with upstream's event reasons (Pulling, Pulled, Created, Started, Killing,
-  // BackOff, Failed, FailedMount, Unhealthy, OutOfcpu, …): an API server connection records them as Events.
-  '[Kubelet] Pod Event': {
-    podUid: string;
-    podName: string;
-    namespace: string;
-    eventType: 'Normal' | 'Warning';
-    reason: string;
-    message: string;
-    /** The container it is about, if any (`involvedObject.fieldPath: spec.containers{<name>}`). */
-    container?: string;
-  };
-
-  // Pod workers.
-  '[PodWorker] Pod Terminated': { podUid: string; podName: string; namespace: string };
-  '[PodWorker] Sync Failed': {
-    podUid: string;
-    podName: string;
-    namespace: string;
-    reason: string;
-    message: string;
-  };
-
-  // Node.
-  '[Node] Condition Changed': {
-    type: string;
-    status: 'True' | 'False' | 'Unknown';
-    reason: string;
-    message: string;
-  };
-  '[Eviction] Eviction Started': { podUid: string; signal: string; message: string };
-
-  // Proxy.
-  '[Proxy] Service Changed': { namespace: string; name: string };
-  '[Proxy] Endpoints Changed': { namespace: string; name: string };
-  '[Proxy] Rules Synced': { backend: string; durationMs: number; full: boolean };
-}
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- filled by declaration merging
+export interface EventCatalogue {}
 
 export type EventType = keyof EventCatalogue;
 

@@ -9,5 +9,8 @@ export * from './bus.js';
 export * from './logger.js';
 export * from './plugin.js';
 export * from './linker.js';
+export * from './loader.js';
 export * from './config.js';
 export * from './kernel.js';
+/** inversify's module and decorators, so a plugin's bindings need no dependency of their own. */
+export { ContainerModule, inject, injectable, multiInject, optional } from 'inversify';

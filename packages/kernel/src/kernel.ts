@@ -1,19 +1,22 @@
 import 'reflect-metadata';
-import { Container } from 'inversify';
-import { type Capability, defineCapability } from './capability.js';
+import { Container, inject } from 'inversify';
+import { type Capability, capabilityIdentifier, type CapabilityRef, defineCapability } from './capability.js';
 import { type Clock, RealClock } from './clock.js';
 import { EventBus } from './bus.js';
-import { errorMessage, LinkError } from './errors.js';
+import { ConfigError, errorMessage, LinkError } from './errors.js';
 import { link } from './linker.js';
+import { type LoaderOptions, loadPlugin, type PluginSpec } from './loader.js';
 import { createLogger, type Logger } from './logger.js';
 import type { NodeletPlugin, PluginContext, StartStopHook } from './plugin.js';
 import { validateConfig } from './config.js';
 
 /** The kernel's own services: every plugin may use them without declaring them. */
-export const KernelBus = defineCapability<EventBus>('kernel.bus');
-export const KernelClock = defineCapability<Clock>('kernel.clock');
-export const KernelLogger = defineCapability<Logger>('kernel.logger');
-const builtIns: Capability<unknown>[] = [KernelBus, KernelClock, KernelLogger];
+export const KernelBus = defineCapability<EventBus>('kernel.bus', { version: 1 });
+export const KernelClock = defineCapability<Clock>('kernel.clock', { version: 1 });
+export const KernelLogger = defineCapability<Logger>('kernel.logger', { version: 1 });
+/** In a plugin's own container: its validated configuration (and `KernelLogger` is its own logger). */
+export const PluginConfig = defineCapability<unknown>('kernel.plugin-config', { version: 1 });
+const builtIns: Capability<unknown>[] = [KernelBus, KernelClock, KernelLogger, PluginConfig];
 
 export interface KernelOptions {
   clock?: Clock;
@@ -25,6 +28,10 @@ interface Loaded {
   config: unknown;
   origin: string;
 }
+
+/** The inversify identifier of a manifest's capability, whether an object or data. */
+const identifierOf = (cap: CapabilityRef) =>
+  (cap as Partial<Capability<unknown>>).identifier ?? capabilityIdentifier(cap.id);
 
 interface Registered {
   name: string;
@@ -70,18 +77,35 @@ export class Kernel {
     return this;
   }
 
-  /** Links, registers and starts every plugin. On failure, what already started is stopped again. */
+  /**
+   * Loads the plugins a configuration lists (built-in names through `options.aliases`, packages,
+   * paths) and adds each with its configuration, in order. Returns the plugins loaded.
+   */
+  async load(specs: readonly PluginSpec[], options: LoaderOptions = {}): Promise<NodeletPlugin<any>[]> {
+    const plugins: NodeletPlugin<any>[] = [];
+    for (const spec of specs) plugins.push(await loadPlugin(spec, options));
+    plugins.forEach((plugin, i) =>
+      this.use(plugin, specs[i]!.config, specs[i]!.configOrigin ?? specs[i]!.origin),
+    );
+    return plugins;
+  }
+
+  /**
+   * Validates every plugin's configuration (all errors at once), links, registers and starts every
+   * plugin. On failure, what already started is stopped again.
+   */
   async start(): Promise<void> {
     if (this.state !== 'new') throw new Error(`kernel is ${this.state}; start it once`);
     this.state = 'starting';
     try {
+      const configs = this.validateConfigs();
       const graph = link(
         this.loaded.map((l) => l.plugin),
         builtIns,
       );
       for (const plugin of graph.order) {
         const loaded = this.loaded.find((l) => l.plugin === plugin)!;
-        this.registered.push(await this.register(loaded));
+        this.registered.push(await this.register(loaded, configs.get(loaded)));
       }
       for (const entry of this.registered) {
         for (const hook of entry.start) await hook();
@@ -135,28 +159,49 @@ export class Kernel {
     return this.state === 'running';
   }
 
-  private async register(loaded: Loaded): Promise<Registered> {
+  /** Every plugin's configuration, validated (defaults filled in); one ConfigError lists every problem. */
+  private validateConfigs(): Map<Loaded, unknown> {
+    const out = new Map<Loaded, unknown>();
+    const problems: string[] = [];
+    for (const loaded of this.loaded) {
+      const schema = loaded.plugin.manifest.configSchema;
+      try {
+        out.set(
+          loaded,
+          schema ? validateConfig(schema, structuredClone(loaded.config), loaded.origin) : loaded.config,
+        );
+      } catch (err) {
+        if (!(err instanceof ConfigError)) throw err;
+        problems.push(err.message);
+      }
+    }
+    if (problems.length > 0) throw new ConfigError(problems.join('\n'));
+    return out;
+  }
+
+  private async register(loaded: Loaded, config: unknown): Promise<Registered> {
     const { plugin } = loaded;
     const { manifest } = plugin;
     const name = manifest.name;
-    const config = manifest.configSchema
-      ? validateConfig(manifest.configSchema, structuredClone(loaded.config), loaded.origin)
-      : loaded.config;
     const declared = new Map([...manifest.requires, ...(manifest.optional ?? [])].map((c) => [c.id, c]));
     const provides = new Set(manifest.provides.map((c) => c.id));
     const provided = new Set<string>();
     const entry: Registered = { name, start: [], stop: [] };
 
     // The plugin's own container: only what it declared, plus the kernel's services.
+    const logger = this.logger.child(name);
     const container = new Container();
-    for (const cap of builtIns) container.bind(cap.identifier).toConstantValue(this.root.get(cap.identifier));
+    container.bind(KernelBus.identifier).toConstantValue(this.bus);
+    container.bind(KernelClock.identifier).toConstantValue(this.clock);
+    container.bind(KernelLogger.identifier).toConstantValue(logger);
+    container.bind(PluginConfig.identifier).toConstantValue(config);
     for (const cap of declared.values()) {
-      if (!this.root.isBound(cap.identifier)) continue;
-      for (const impl of this.root.getAll(cap.identifier))
-        container.bind(cap.identifier).toConstantValue(impl);
+      const id = identifierOf(cap);
+      if (!this.root.isBound(id)) continue;
+      for (const impl of this.root.getAll(id)) container.bind(id).toConstantValue(impl);
     }
 
-    const mustDeclare = (cap: Capability<unknown>, verb: string) => {
+    const mustDeclare = (cap: CapabilityRef, verb: string) => {
       if (!declared.has(cap.id) && !builtIns.some((b) => b.id === cap.id)) {
         throw new LinkError(
           `plugin '${name}' ${verb} capability '${cap.id}' without declaring it; add it to the manifest's requires or optional`,
@@ -169,37 +214,45 @@ export class Kernel {
       config,
       bus: this.bus,
       clock: this.clock,
-      logger: this.logger.child(name),
+      logger,
       container,
-      provide: (cap, implementation) => {
+      provide: (cap: CapabilityRef, implementation: unknown) => {
         if (!provides.has(cap.id)) {
           throw new LinkError(
             `plugin '${name}' provides capability '${cap.id}' without declaring it; add it to the manifest's provides`,
           );
         }
-        this.root.bind(cap.identifier).toConstantValue(implementation);
+        this.root.bind(identifierOf(cap)).toConstantValue(implementation);
         provided.add(cap.id);
       },
-      get: (cap) => {
+      get: (cap: CapabilityRef): any => {
         mustDeclare(cap, 'asked for');
-        if (!container.isBound(cap.identifier)) {
+        if (!container.isBound(identifierOf(cap))) {
           throw new LinkError(`plugin '${name}' asked for capability '${cap.id}', but no plugin provides it`);
         }
-        return container.get(cap.identifier);
+        return container.get(identifierOf(cap));
       },
-      getOptional: (cap) => {
+      getOptional: (cap: CapabilityRef): any => {
         mustDeclare(cap, 'asked for');
-        return container.isBound(cap.identifier) ? container.get(cap.identifier) : undefined;
+        return container.isBound(identifierOf(cap)) ? container.get(identifierOf(cap)) : undefined;
       },
-      getAll: (cap) => {
+      getAll: (cap: CapabilityRef): any[] => {
         mustDeclare(cap, 'asked for');
-        return container.isBound(cap.identifier) ? container.getAll(cap.identifier) : [];
+        return container.isBound(identifierOf(cap)) ? container.getAll(identifierOf(cap)) : [];
       },
       onStart: (hook) => void entry.start.push(hook),
       onStop: (hook) => void entry.stop.unshift(hook),
     };
 
-    await plugin.register(context);
+    if (plugin.bindings) await container.loadAsync(plugin.bindings);
+    await plugin.register?.(context);
+    // What the bindings provide: each capability of `provides` the plugin's container binds itself.
+    for (const cap of manifest.provides) {
+      const id = identifierOf(cap);
+      if (provided.has(cap.id) || declared.has(cap.id) || !container.isCurrentBound(id)) continue;
+      for (const impl of container.getAll(id)) this.root.bind(id).toConstantValue(impl);
+      provided.add(cap.id);
+    }
     for (const id of provides) {
       if (!provided.has(id)) {
         throw new LinkError(
@@ -223,3 +276,8 @@ export class Kernel {
     this.started = 0;
   }
 }
+
+/** Parameter decorators for a plugin's `@injectable` parts: its configuration, logger and clock. */
+export const injectConfig = () => inject(PluginConfig.identifier);
+export const injectLogger = () => inject(KernelLogger.identifier);
+export const injectClock = () => inject(KernelClock.identifier);

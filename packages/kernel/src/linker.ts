@@ -1,11 +1,12 @@
-import type { AnyCapability } from './capability.js';
+import { type CapabilityRef, type Cardinality, capabilityLabel } from './capability.js';
 import { LinkError } from './errors.js';
 import type { NodeletPlugin } from './plugin.js';
 
 /**
  * The linker resolves the capability graph before anything starts. It refuses, with a message that
  * says what to change: two plugins of one name, a required capability nobody provides, two providers of
- * a `one` capability, and dependency cycles. It returns the plugins in start order (providers first).
+ * a `one` capability, a requirer and a provider built against different major versions of a capability,
+ * and dependency cycles. It returns the plugins in start order (providers first).
  */
 export interface LinkedGraph {
   /** Plugins in dependency order: every plugin after the providers of what it requires. */
@@ -16,7 +17,7 @@ export interface LinkedGraph {
 
 export function link(
   plugins: readonly NodeletPlugin<any>[],
-  builtIn: readonly AnyCapability[] = [],
+  builtIn: readonly CapabilityRef[] = [],
 ): LinkedGraph {
   const byName = new Map<string, NodeletPlugin<any>>();
   for (const plugin of plugins) {
@@ -27,19 +28,17 @@ export function link(
 
   const builtInIds = new Set(builtIn.map((c) => c.id));
   const providers = new Map<string, string[]>();
-  const capabilities = new Map<string, AnyCapability>();
   for (const plugin of plugins) {
     for (const cap of plugin.manifest.provides) {
-      capabilities.set(cap.id, cap);
       const list = providers.get(cap.id) ?? [];
       list.push(plugin.manifest.name);
       providers.set(cap.id, list);
     }
   }
+  const cardinality = cardinalities(plugins);
 
   for (const [id, names] of providers) {
-    const cap = capabilities.get(id)!;
-    if (cap.cardinality === 'one' && names.length > 1) {
+    if ((cardinality.get(id) ?? 'one') === 'one' && names.length > 1) {
       throw new LinkError(
         `capability '${id}' takes exactly one provider, but ${names.map((n) => `'${n}'`).join(' and ')} both provide it; ` +
           `choose one in the configuration`,
@@ -58,6 +57,8 @@ export function link(
       }
     }
   }
+
+  checkVersions(plugins);
 
   // Depth-first topological sort over "requires/optional → provider" edges, reporting the first cycle.
   const order: NodeletPlugin<any>[] = [];
@@ -85,4 +86,41 @@ export function link(
   for (const plugin of plugins) visit(plugin.manifest.name);
 
   return { order, providers };
+}
+
+/**
+ * A manifest written as data may leave out a capability's cardinality; the capability objects of the
+ * other manifests (the requirer's or a provider's) say it. Unknown anywhere: `one`.
+ */
+function cardinalities(plugins: readonly NodeletPlugin<any>[]): Map<string, Cardinality> {
+  const out = new Map<string, Cardinality>();
+  for (const { manifest } of plugins) {
+    for (const cap of [...manifest.provides, ...manifest.requires, ...(manifest.optional ?? [])]) {
+      if (cap.cardinality && !out.has(cap.id)) out.set(cap.id, cap.cardinality);
+    }
+  }
+  return out;
+}
+
+/** Refuses a requirer and a provider of one capability whose major versions differ, naming both. */
+function checkVersions(plugins: readonly NodeletPlugin<any>[]): void {
+  const provided = new Map<string, { plugin: string; cap: CapabilityRef }[]>();
+  for (const { manifest } of plugins) {
+    for (const cap of manifest.provides) {
+      const list = provided.get(cap.id) ?? [];
+      list.push({ plugin: manifest.name, cap });
+      provided.set(cap.id, list);
+    }
+  }
+  for (const { manifest } of plugins) {
+    for (const wanted of [...manifest.requires, ...(manifest.optional ?? [])]) {
+      for (const { plugin, cap } of provided.get(wanted.id) ?? []) {
+        if (plugin === manifest.name || cap.version === wanted.version) continue;
+        throw new LinkError(
+          `plugin '${manifest.name}' requires capability '${capabilityLabel(wanted)}', but plugin '${plugin}' provides '${capabilityLabel(cap)}'; ` +
+            `a provider and a requirer must be built against the same major version of '${wanted.id}': upgrade the older one`,
+        );
+      }
+    }
+  }
 }

@@ -1,5 +1,5 @@
-import type { Container } from 'inversify';
-import type { AnyCapability, Capability } from './capability.js';
+import type { Container, ContainerModule } from 'inversify';
+import type { Capability, CapabilityRef } from './capability.js';
 import type { Clock } from './clock.js';
 import type { EventBus } from './bus.js';
 import type { Logger } from './logger.js';
@@ -13,15 +13,18 @@ export interface PluginManifest {
   readonly name: string;
   readonly version: string;
   readonly description?: string;
-  /** Capabilities this plugin binds. */
-  readonly provides: readonly AnyCapability[];
-  /** Capabilities this plugin needs; linking fails when one has no provider. */
-  readonly requires: readonly AnyCapability[];
-  /** Capabilities this plugin uses when present (`getOptional`, `getAll`). */
-  readonly optional?: readonly AnyCapability[];
   /**
-   * JSON Schema of the plugin's configuration (the `plugins.<name>` section of the config file).
-   * Validated before `register`; errors name the file and the field.
+   * Capabilities this plugin binds, each with the major version it was built against (a capability
+   * object carries it; a plugin that imports nothing of nodelet writes `{ id, version }`).
+   */
+  readonly provides: readonly CapabilityRef[];
+  /** Capabilities this plugin needs; linking fails when one has no provider of the same major version. */
+  readonly requires: readonly CapabilityRef[];
+  /** Capabilities this plugin uses when present (`getOptional`, `getAll`). */
+  readonly optional?: readonly CapabilityRef[];
+  /**
+   * JSON Schema of the plugin's configuration (the `config` of its `plugins:` entry). Every plugin's
+   * configuration is validated before any plugin registers; errors name the file and the field.
    */
   readonly configSchema?: object;
 }
@@ -38,17 +41,21 @@ export interface PluginContext<C = unknown> {
   readonly logger: Logger;
   /**
    * A container holding only the capabilities this plugin declared (required and optional) plus the
-   * kernel's services. Plugins with `@injectable` classes bind them here and resolve them.
+   * kernel's services: the plugin's `bindings` are loaded into it, and its parts resolved from it.
    */
   readonly container: Container;
   /** Binds an implementation of a capability this plugin declared in `provides`. */
   provide<T>(capability: Capability<T>, implementation: T): void;
+  provide(capability: CapabilityRef, implementation: unknown): void;
   /** The provider of a `one` capability declared in `requires`. */
   get<T>(capability: Capability<T>): T;
+  get(capability: CapabilityRef): unknown;
   /** The provider of a capability declared in `optional`, or undefined. */
   getOptional<T>(capability: Capability<T>): T | undefined;
+  getOptional(capability: CapabilityRef): unknown;
   /** Every provider of a `many` capability (declared in `requires` or `optional`); empty when none. */
   getAll<T>(capability: Capability<T>): T[];
+  getAll(capability: CapabilityRef): unknown[];
   /** Called when the kernel starts, after every plugin this one requires has started. */
   onStart(hook: StartStopHook): void;
   /** Called when the kernel stops, before the plugins this one requires are stopped. */
@@ -57,7 +64,14 @@ export interface PluginContext<C = unknown> {
 
 export interface NodeletPlugin<C = unknown> {
   readonly manifest: PluginManifest;
-  register(context: PluginContext<C>): void | Promise<void>;
+  /**
+   * The plugin's parts as inversify bindings, loaded into its own container (which holds only what the
+   * manifest declares, the kernel's services, `PluginConfig` and the plugin's logger as `KernelLogger`).
+   * Each capability of `provides` bound here is resolved from that container and provided.
+   */
+  readonly bindings?: ContainerModule;
+  /** Runs after `bindings` are loaded: start/stop hooks, and anything provided by hand. */
+  register?(context: PluginContext<C>): void | Promise<void>;
 }
 
 /** Identity helper that gives plugin authors type inference for their config. */

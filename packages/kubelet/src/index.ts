@@ -1,3 +1,4 @@
+export * from './events.js';
 export * from './kubelet.js';
 export * from './plugin.js';
 export * from './server.js';

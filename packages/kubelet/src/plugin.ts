@@ -5,7 +5,10 @@ import { ProbeHandlerCapability } from './prober/index.js';
 import { ReadOnlyServer } from './server.js';
 
 /** The running kubelet, for the host program (CLI, tests, embedders). */
-export const KubeletCapability = defineCapability<Kubelet>('kubelet', { description: 'the node agent' });
+export const KubeletCapability = defineCapability<Kubelet>('kubelet', {
+  version: 1,
+  description: 'the node agent',
+});
 
 export interface KubeletPluginConfig extends KubeletOptions {
   /** Read-only HTTP port (upstream readOnlyPort, 10255); 0 disables it. */

@@ -26,5 +26,6 @@ export interface ProxyBackend {
 }
 
 export const ProxyBackendCapability = defineCapability<ProxyBackend>('proxy.backend', {
+  version: 1,
   description: 'programs Services into the node: iptables, nftables, ipvs, userspace',
 });

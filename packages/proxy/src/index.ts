@@ -1,3 +1,4 @@
+export * from './events.js';
 export * from './objects.js';
 export * from './validation.js';
 export * from './service-port.js';

@@ -7,6 +7,7 @@ import { defaultNodeContext, type NodeContext } from './state.js';
 
 /** The running proxy, for the host program (CLI, tests, embedders). */
 export const ProxyCapability = defineCapability<Proxier>('proxy', {
+  version: 1,
   description: 'Services and EndpointSlices to node rules',
 });
 

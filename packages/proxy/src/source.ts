@@ -30,5 +30,6 @@ export interface ProxySource {
 }
 
 export const ProxySourceCapability = defineCapability<ProxySource>('proxy.source', {
+  version: 1,
   description: 'Services and EndpointSlices for the proxy: an API watch, files',
 });

@@ -15,3 +15,4 @@ export { parseResult, toPodNetworkStatus } from './result.js';
 export { execPlugin, findPlugin } from './invoke.js';
 export type { CniEnv, ExecOutcome, ExecRequest } from './invoke.js';
 export { SUPPORTED_VERSIONS } from './version.js';
+export { cniExecPlugin as default } from './plugin.js';

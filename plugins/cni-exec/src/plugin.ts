@@ -1,7 +1,23 @@
-import { definePlugin, errorMessage } from '@nodelet/kernel';
+import {
+  ContainerModule,
+  definePlugin,
+  errorMessage,
+  injectable,
+  injectConfig,
+  injectLogger,
+} from '@nodelet/kernel';
+import type { Logger } from '@nodelet/kernel';
 import { CniNetwork } from '@nodelet/cni';
 import { type CniExecConfig, cniExecConfigSchema } from './config.js';
 import { CniExec } from './cni-exec.js';
+
+/** The network as the plugin's container builds it: its configuration and logger injected. */
+@injectable()
+export class ConfiguredCniExec extends CniExec {
+  constructor(@injectConfig() config: CniExecConfig, @injectLogger() logger: Logger) {
+    super({ ...config, logger });
+  }
+}
 
 /**
  * The `cni-exec` plugin: `cni.network` by running the CNI plugin binaries of the node's network
@@ -17,9 +33,11 @@ export const cniExecPlugin = definePlugin<CniExecConfig>({
     requires: [],
     configSchema: cniExecConfigSchema,
   },
+  bindings: new ContainerModule(({ bind }) => {
+    bind(CniNetwork.identifier).to(ConfiguredCniExec).inSingletonScope();
+  }),
   register(ctx) {
-    const network = new CniExec({ ...ctx.config, logger: ctx.logger });
-    ctx.provide(CniNetwork, network);
+    const network = ctx.container.get(CniNetwork.identifier);
     ctx.onStart(async () => {
       const status = await network
         .status()

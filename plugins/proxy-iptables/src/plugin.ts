@@ -1,4 +1,5 @@
-import { definePlugin } from '@nodelet/kernel';
+import { ContainerModule, definePlugin, injectable, injectConfig, injectLogger } from '@nodelet/kernel';
+import type { Logger } from '@nodelet/kernel';
 import { ProxyBackendCapability } from '@nodelet/proxy';
 import { IptablesBackend, type IptablesBackendChoice } from './backend.js';
 
@@ -7,6 +8,14 @@ export interface IptablesPluginConfig {
   backend?: IptablesBackendChoice;
   /** Program the rules inside this network namespace instead of the process's own. */
   netns?: string;
+}
+
+/** The backend as the plugin's container builds it: its configuration and logger injected. */
+@injectable()
+export class ConfiguredIptablesBackend extends IptablesBackend {
+  constructor(@injectConfig() config: IptablesPluginConfig, @injectLogger() logger: Logger) {
+    super({ backend: config.backend ?? 'auto', ...(config.netns ? { netns: config.netns } : {}), logger });
+  }
 }
 
 /** `proxy.mode: iptables`: provides `proxy.backend`. */
@@ -26,14 +35,7 @@ export const proxyIptablesPlugin = definePlugin<IptablesPluginConfig>({
       },
     },
   },
-  register(ctx) {
-    ctx.provide(
-      ProxyBackendCapability,
-      new IptablesBackend({
-        backend: ctx.config.backend ?? 'auto',
-        ...(ctx.config.netns ? { netns: ctx.config.netns } : {}),
-        logger: ctx.logger,
-      }),
-    );
-  },
+  bindings: new ContainerModule(({ bind }) => {
+    bind(ProxyBackendCapability.identifier).to(ConfiguredIptablesBackend).inSingletonScope();
+  }),
 });

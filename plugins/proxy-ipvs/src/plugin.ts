@@ -1,4 +1,5 @@
-import { definePlugin } from '@nodelet/kernel';
+import { ContainerModule, definePlugin, injectable, injectConfig, injectLogger } from '@nodelet/kernel';
+import type { Logger } from '@nodelet/kernel';
 import { ProxyBackendCapability } from '@nodelet/proxy';
 import { IpvsBackend } from './backend.js';
 import { type Scheduler, SCHEDULERS } from './render.js';
@@ -6,6 +7,18 @@ import { type Scheduler, SCHEDULERS } from './render.js';
 export interface IpvsPluginConfig {
   scheduler?: Scheduler;
   netns?: string;
+}
+
+/** The backend as the plugin's container builds it: its configuration and logger injected. */
+@injectable()
+export class ConfiguredIpvsBackend extends IpvsBackend {
+  constructor(@injectConfig() config: IpvsPluginConfig, @injectLogger() logger: Logger) {
+    super({
+      ...(config.scheduler ? { scheduler: config.scheduler } : {}),
+      ...(config.netns ? { netns: config.netns } : {}),
+      logger,
+    });
+  }
 }
 
 /** `proxy.mode: ipvs`: provides `proxy.backend`; applies only on kernels with IPVS. */
@@ -22,14 +35,7 @@ export const proxyIpvsPlugin = definePlugin<IpvsPluginConfig>({
       properties: { scheduler: { enum: [...SCHEDULERS] }, netns: { type: 'string', minLength: 1 } },
     },
   },
-  register(ctx) {
-    ctx.provide(
-      ProxyBackendCapability,
-      new IpvsBackend({
-        ...(ctx.config.scheduler ? { scheduler: ctx.config.scheduler } : {}),
-        ...(ctx.config.netns ? { netns: ctx.config.netns } : {}),
-        logger: ctx.logger,
-      }),
-    );
-  },
+  bindings: new ContainerModule(({ bind }) => {
+    bind(ProxyBackendCapability.identifier).to(ConfiguredIpvsBackend).inSingletonScope();
+  }),
 });

@@ -1,10 +1,19 @@
-import { definePlugin } from '@nodelet/kernel';
+import { ContainerModule, definePlugin, injectable, injectConfig, injectLogger } from '@nodelet/kernel';
+import type { Logger } from '@nodelet/kernel';
 import { ProxyBackendCapability } from '@nodelet/proxy';
 import { NftablesBackend } from './backend.js';
 
 export interface NftablesPluginConfig {
   /** Program the rules inside this network namespace instead of the process's own. */
   netns?: string;
+}
+
+/** The backend as the plugin's container builds it: its configuration and logger injected. */
+@injectable()
+export class ConfiguredNftablesBackend extends NftablesBackend {
+  constructor(@injectConfig() config: NftablesPluginConfig, @injectLogger() logger: Logger) {
+    super({ ...(config.netns ? { netns: config.netns } : {}), logger });
+  }
 }
 
 /** `proxy.mode: nftables`: provides `proxy.backend`. */
@@ -22,10 +31,7 @@ export const proxyNftablesPlugin = definePlugin<NftablesPluginConfig>({
       properties: { netns: { type: 'string', minLength: 1 } },
     },
   },
-  register(ctx) {
-    ctx.provide(
-      ProxyBackendCapability,
-      new NftablesBackend({ ...(ctx.config.netns ? { netns: ctx.config.netns } : {}), logger: ctx.logger }),
-    );
-  },
+  bindings: new ContainerModule(({ bind }) => {
+    bind(ProxyBackendCapability.identifier).to(ConfiguredNftablesBackend).inSingletonScope();
+  }),
 });

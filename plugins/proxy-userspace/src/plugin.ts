@@ -1,4 +1,12 @@
-import { definePlugin } from '@nodelet/kernel';
+import {
+  ContainerModule,
+  definePlugin,
+  injectable,
+  injectClock,
+  injectConfig,
+  injectLogger,
+} from '@nodelet/kernel';
+import type { Clock, Logger } from '@nodelet/kernel';
 import { ProxyBackendCapability } from '@nodelet/proxy';
 import { UserspaceBackend } from './backend.js';
 
@@ -8,6 +16,18 @@ export interface UserspacePluginConfig {
   nodePorts?: boolean;
   udpSessionLimit?: number;
   udpIdleMs?: number;
+}
+
+/** The backend as the plugin's container builds it: its configuration, clock and logger injected. */
+@injectable()
+export class ConfiguredUserspaceBackend extends UserspaceBackend {
+  constructor(
+    @injectConfig() config: UserspacePluginConfig,
+    @injectClock() clock: Clock,
+    @injectLogger() logger: Logger,
+  ) {
+    super({ ...config, clock, logger });
+  }
 }
 
 /** `proxy.mode: userspace`: nodelet carries the traffic itself; provides `proxy.backend`. */
@@ -30,10 +50,7 @@ export const proxyUserspacePlugin = definePlugin<UserspacePluginConfig>({
       },
     },
   },
-  register(ctx) {
-    ctx.provide(
-      ProxyBackendCapability,
-      new UserspaceBackend({ ...ctx.config, clock: ctx.clock, logger: ctx.logger }),
-    );
-  },
+  bindings: new ContainerModule(({ bind }) => {
+    bind(ProxyBackendCapability.identifier).to(ConfiguredUserspaceBackend).inSingletonScope();
+  }),
 });

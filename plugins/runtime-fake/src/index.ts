@@ -18,3 +18,4 @@ export { isImageId, normalizeImageRef, parseImageRef, type ImageRef } from './im
 export { IpAllocator } from './ip-allocator.js';
 export { fakeProbeHandlers, probeVerdict, type ProbeAnswerer, type ProbeVerdict } from './probes.js';
 export type { LogStream } from './cri-log.js';
+export { runtimeFakePlugin as default } from './plugin.js';

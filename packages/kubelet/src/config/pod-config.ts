@@ -6,7 +6,8 @@ import {
   localConfigAnnotations,
   type Pod,
 } from '@nodelet/api';
-import type { Clock, EventBus, Logger, PodSourceName } from '@nodelet/kernel';
+import type { Clock, EventBus, Logger } from '@nodelet/kernel';
+import type { PodSourceName } from '../events.js';
 import type { Subscription } from 'rxjs';
 import type { PodSource } from './source.js';
 

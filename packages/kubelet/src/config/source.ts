@@ -1,5 +1,5 @@
 import type { Pod } from '@nodelet/api';
-import type { PodSourceName } from '@nodelet/kernel';
+import type { PodSourceName } from '../events.js';
 import type { Observable } from 'rxjs';
 
 /**
