@@ -7,7 +7,7 @@ export * from './pod-actions.js';
 export * from './pod-status.js';
 export * from './pod-workers.js';
 export * from './pleg.js';
-export * from './kuberuntime.js';
+export * from './kuberuntime/index.js';
 export * from './runtime-pod.js';
 export * from './image-puller.js';
 export * from './resources.js';
