@@ -1,4 +1,5 @@
 export * from './kubelet.js';
+export * from './admission.js';
 export * from './plugin.js';
 export * from './server.js';
 export * from './kubelet-config.js';

@@ -3,14 +3,16 @@ import type { Pod, PodList } from '@nodelet/api';
 import type { ImageService, RuntimeService } from '@nodelet/cri';
 import type { Clock, EventBus, Logger } from '@nodelet/kernel';
 import type { Subscription } from 'rxjs';
-import { type ApiServerOptions, NodeAgent, tapLogger } from './apiserver/index.js';
+import { admissionNode, type AdmissionNode, PodAdmission, rejectedStatus } from './admission.js';
+import { type ApiServerOptions, NodeAgent } from './apiserver/index.js';
+import { allocatableOf, hostResources } from './apiserver/node-status.js';
 import { FileSource, PodConfig, type PodSource, UrlSource } from './config/index.js';
 import { Housekeeping } from './housekeeping.js';
 import { ImagePuller } from './image-puller.js';
 import { KubeRuntime, RuntimeGarbageCollector } from './kuberuntime/index.js';
 import { GenericPleg } from './pleg.js';
 import type { ProbeVerdicts } from './pod-actions.js';
-import { PodManager } from './pod-manager.js';
+import { isStaticPod, PodManager } from './pod-manager.js';
 import { PodSync } from './pod-sync.js';
 import { PodWorkers } from './pod-workers.js';
 import { type ProbeHandler, ProberManager } from './prober/index.js';
@@ -48,6 +50,8 @@ export interface KubeletOptions {
   housekeepingPeriodMs?: number;
   plegRelistPeriodMs?: number;
   memoryCapacityBytes?: number;
+  /** Pods this node runs at most (`maxPods`, 110), when no API server connection says it. */
+  maxPods?: number;
   /** Extra sources (tests, embedders). */
   sources?: PodSource[];
   /** Join a cluster: register the node, run its API pods, report status (`--kubeconfig`). */
@@ -80,6 +84,9 @@ export class Kubelet {
   /** What is known of the runtime between reads (shared by PLEG and KubeRuntime). */
   readonly runtimeCache = new RuntimeCache();
   private readonly podSync: PodSync;
+  private readonly admission: PodAdmission;
+  /** The node as admission sees it without an API server (read once: the host does not change). */
+  private localNode?: AdmissionNode;
   private readonly cleanups: Housekeeping;
   private readonly sources: PodSource[];
   private syncLoop?: Subscription;
@@ -90,12 +97,9 @@ export class Kubelet {
     readonly options: KubeletOptions,
   ) {
     const { clock, bus, runtime } = deps;
-    // With an API server, image pulls the puller logs also become Pulling events.
-    this.logger = options.apiServer
-      ? tapLogger(deps.logger, (m, f) => this.nodeAgent?.podEvents.onLog(m, f))
-      : deps.logger;
+    this.logger = deps.logger;
     this.startedAt = clock.now();
-    const puller = new ImagePuller(deps.images, clock, this.logger.child('images'));
+    const puller = new ImagePuller(deps.images, clock, this.logger.child('images'), { bus });
     this.kubeRuntime = new KubeRuntime(runtime, puller, new VolumeManager(options.rootDir), {
       nodeName: options.nodeName,
       podLogsDir: options.podLogsDir,
@@ -142,6 +146,12 @@ export class Kubelet {
       }),
       seenAllSources: () => this.podConfig.seenAllSources(),
       wanted: (uid) => this.podManager.has(uid) || this.workers.isKnown(uid),
+      logger: this.logger,
+    });
+    this.admission = new PodAdmission({
+      node: () => this.admissionNode(),
+      activePods: () => this.activePods(),
+      bus,
       logger: this.logger,
     });
     if (options.apiServer) {
@@ -249,12 +259,28 @@ export class Kubelet {
     });
   }
 
-  /** Admission of a pod not run yet; a rejected pod gets its Failed status here. */
+  /**
+   * Admission of a pod not run yet, whatever its source: the API server's pods as the node agent admits
+   * them (against the registered Node), every other pod against this node. A rejected pod is Failed.
+   */
   private admit(pod: Pod): boolean {
-    if (!this.nodeAgent) return true;
-    const verdict = this.nodeAgent.admit(pod);
-    if (!verdict.admit) this.statusManager.set(pod, NodeAgent.rejectedStatus(verdict, pod.status));
+    const verdict =
+      this.nodeAgent && !isStaticPod(pod) ? this.nodeAgent.admit(pod) : this.admission.admit(pod);
+    if (!verdict.admit) this.statusManager.set(pod, rejectedStatus(verdict, pod.status));
     return verdict.admit;
+  }
+
+  private admissionNode(): AdmissionNode {
+    const { options } = this;
+    if (this.nodeAgent) return admissionNode(this.nodeAgent.node);
+    if (!this.localNode) {
+      const { allocatable } = hostResources({ maxPods: options.maxPods, rootDir: options.rootDir });
+      // A simulated node's memory is the one it was given, less the hard eviction threshold.
+      if (options.memoryCapacityBytes !== undefined)
+        allocatable.memory = allocatableOf({ memory: String(options.memoryCapacityBytes) }).memory!;
+      this.localNode = admissionNode({ nodeName: options.nodeName, hostname: options.nodeName, allocatable });
+    }
+    return this.localNode;
   }
 }
 

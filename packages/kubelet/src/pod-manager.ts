@@ -5,10 +5,9 @@ import { rfc3339 } from './pod-status.js';
  * The pod manager (upstream pkg/kubelet/pod): which pods the kubelet should run, as its sources last
  * said, and which it is still terminating after a source removed them. A pod is in one of:
  *
- *   desired ──(source removed it)──► terminating ──(worker terminated it)──► forgotten
- *      │  └──(deleted in the API, then terminated)──► finished
- *      └──(rejected by admission)──────────────────► finished   (never run again; its status stays
- *                                                               until the source removes it)
+ *   (new) ──(admitted)──► desired ──(source removed it)──► terminating ──(terminated)──► forgotten
+ *     │                     └──(deleted in the API, then terminated)──► finished (never run again)
+ *     └──(rejected by admission)──► rejected (never run; listed as Failed until its source removes it)
  *
  * Static pods (file and URL sources) have a mirror pod in the API server when the node is joined to
  * one; `mirrorPodOf`/`staticPodOf` map one to the other by full name (`namespace/name`).
@@ -20,8 +19,10 @@ export class PodManager {
   private readonly terminating = new Map<string, Pod>();
   /** When each pod in `terminating` was removed by its source: its deletion time in `/pods`. */
   private readonly removedAt = new Map<string, number>();
-  /** API pods done with for good (rejected by admission, or deleted and terminated). */
+  /** Pods done with for good (rejected by admission, or deleted in the API and terminated). */
   private readonly finished = new Set<string>();
+  /** Pods admission rejected, listed (Failed) until their source removes them. */
+  private readonly rejected = new Map<string, Pod>();
   private mirrorPods: () => ReadonlyMap<string, Pod> = () => new Map();
 
   get(uid: string): Pod | undefined {
@@ -41,9 +42,11 @@ export class PodManager {
     return this.finished.has(uid);
   }
 
-  /** A pod never to run again (admission rejected it). */
-  finish(uid: string): void {
+  /** A pod admission rejected: never to run, listed until its source removes it. */
+  reject(pod: Pod): void {
+    const uid = pod.metadata!.uid!;
     this.finished.add(uid);
+    this.rejected.set(uid, pod);
   }
 
   /**
@@ -54,6 +57,7 @@ export class PodManager {
     const uid = pod.metadata!.uid!;
     const known = this.desired.get(uid) ?? pod;
     this.desired.delete(uid);
+    this.rejected.delete(uid);
     return { pod: known, wasFinished: this.finished.delete(uid) };
   }
 
@@ -79,17 +83,20 @@ export class PodManager {
     return [...this.desired.values()];
   }
 
-  /** Desired and terminating pods by UID, as `/pods` lists them (a removed pod with its deletion time). */
+  /**
+   * Desired, terminating and rejected pods by UID, as `/pods` lists them (a removed pod with its
+   * deletion time).
+   */
   listed(): [string, Pod][] {
     const out: [string, Pod][] = [];
-    for (const [uid, pod] of [...this.desired, ...this.terminating])
+    for (const [uid, pod] of [...this.desired, ...this.terminating, ...this.rejected])
       out.push([uid, this.withDeletion(uid, pod)]);
     return out;
   }
 
-  /** A desired or terminating pod by namespace and name. */
+  /** A listed pod by namespace and name. */
   find(namespace: string, name: string): Pod | undefined {
-    for (const pod of [...this.desired.values(), ...this.terminating.values()]) {
+    for (const [, pod] of this.listed()) {
       if (pod.metadata?.name === name && (pod.metadata?.namespace ?? 'default') === namespace) return pod;
     }
     return undefined;

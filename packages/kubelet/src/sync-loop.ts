@@ -134,7 +134,7 @@ export class KubeletSyncHandler implements SyncHandler {
     const uid = pod.metadata!.uid!;
     if (podManager.isFinished(uid)) return;
     if (!podManager.has(uid) && !workers.isKnown(uid) && !this.deps.admit(pod)) {
-      podManager.finish(uid);
+      podManager.reject(pod);
       return;
     }
     podManager.set(pod);

@@ -1,8 +1,10 @@
-import { milliCpu, type Pod, quantityValue } from '@nodelet/api';
+import { milliCpu, type Pod, type PodStatus, quantityValue } from '@nodelet/api';
+import type { EventBus, Logger } from '@nodelet/kernel';
 
 /**
  * Pod admission (upstream lifecycle predicate admit handler, its GeneralPredicates): before the kubelet
- * runs a pod the API server bound to it, the pod must fit the node — its requests within what the
+ * runs a pod of any source — the API server's, a static manifest, a manifest URL — the pod must fit the
+ * node — its requests within what the
  * active pods leave of the node's allocatable, the pod count within `pods`, its `nodeSelector` matching
  * the node's labels, its `nodeName` this node. A pod that does not is not run; it is marked Failed with
  * upstream's reason (`OutOfcpu`, `OutOfmemory`, `OutOfpods`, `NodeAffinity`, …) and message.
@@ -85,5 +87,69 @@ function insufficient(name: string, requested: number, used: number, capacity: n
     admit: false,
     reason: `OutOf${name}`,
     message: `Node didn't have enough resource: ${name}, requested: ${Math.round(requested)}, used: ${Math.round(used)}, capacity: ${Math.round(capacity)}`,
+  };
+}
+
+/**
+ * Admission as the kubelet runs it for each new pod: the verdict of `admitPod` against the node and the
+ * active pods; a rejection is logged and published as a Warning `[Kubelet] Pod Event` with the reason.
+ */
+export class PodAdmission {
+  constructor(
+    private readonly deps: {
+      node(): AdmissionNode;
+      /** Pods admitted and not terminal. */
+      activePods(): Pod[];
+      bus: EventBus;
+      logger: Logger;
+    },
+  ) {}
+
+  admit(pod: Pod): AdmitResult {
+    const result = admitPod(pod, this.deps.activePods(), this.deps.node());
+    if (!result.admit) {
+      const meta = pod.metadata!;
+      this.deps.logger.warn('Pod rejected by admission', {
+        pod: `${meta.namespace ?? 'default'}/${meta.name}`,
+        reason: result.reason,
+        message: result.message,
+      });
+      this.deps.bus.emit('[Kubelet] Pod Event', {
+        podUid: meta.uid!,
+        podName: meta.name!,
+        namespace: meta.namespace ?? 'default',
+        eventType: 'Warning',
+        reason: result.reason!,
+        message: result.message!,
+      });
+    }
+    return result;
+  }
+}
+
+/** The status of a pod admission rejected (upstream rejectPod): Failed, with the reason. */
+export function rejectedStatus(result: AdmitResult, previous: PodStatus | undefined): PodStatus {
+  return {
+    ...previous,
+    phase: 'Failed',
+    reason: result.reason,
+    message: `Pod was rejected: ${result.message}`,
+  };
+}
+
+/**
+ * The node as admission sees it: its name, its labels (`kubernetes.io/hostname`, `kubernetes.io/os` and
+ * the configured ones) and its allocatable resources.
+ */
+export function admissionNode(node: {
+  nodeName: string;
+  hostname: string;
+  labels?: Record<string, string>;
+  allocatable: Record<string, string>;
+}): AdmissionNode {
+  return {
+    name: node.nodeName,
+    labels: { 'kubernetes.io/hostname': node.hostname, 'kubernetes.io/os': process.platform, ...node.labels },
+    allocatable: node.allocatable,
   };
 }
