@@ -79,6 +79,8 @@ export class Kubelet {
   readonly kubeRuntime: KubeRuntime;
   readonly prober: ProberManager;
   readonly startedAt: number;
+  /** The kernel clock the kubelet runs on. */
+  readonly clock: Clock;
   /** The API server connection, when the kubelet joined a cluster. */
   readonly nodeAgent?: NodeAgent;
   /** What is known of the runtime between reads (shared by PLEG and KubeRuntime). */
@@ -98,6 +100,7 @@ export class Kubelet {
   ) {
     const { clock, bus, runtime } = deps;
     this.logger = deps.logger;
+    this.clock = clock;
     this.startedAt = clock.now();
     const puller = new ImagePuller(deps.images, clock, this.logger.child('images'), { bus });
     this.kubeRuntime = new KubeRuntime(runtime, puller, new VolumeManager(options.rootDir), {
