@@ -177,6 +177,7 @@ export class Kubelet {
         },
         options.apiServer,
       );
+      this.podManager.setMirrorPods(() => this.nodeAgent?.source?.mirrorPods() ?? new Map());
     }
   }
 
