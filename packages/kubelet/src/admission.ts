@@ -50,8 +50,31 @@ function amount(name: string, q: string | number): number {
   }
 }
 
+/** What the pods running on a node use: how many, and the sum of their requests. */
+export interface NodeUsage {
+  pods: number;
+  requests: Map<string, number>;
+}
+
+/** The usage of `active` (the pods admitted and not terminal). */
+export function usageOf(active: readonly Pod[]): NodeUsage {
+  const usage: NodeUsage = { pods: 0, requests: new Map() };
+  for (const p of active) addUsage(usage, p);
+  return usage;
+}
+
+function addUsage(usage: NodeUsage, pod: Pod): void {
+  usage.pods++;
+  for (const [name, v] of podRequests(pod)) usage.requests.set(name, (usage.requests.get(name) ?? 0) + v);
+}
+
 /** Whether `pod` may run on `node` next to `active` (the pods admitted and not terminal). */
 export function admitPod(pod: Pod, active: readonly Pod[], node: AdmissionNode): AdmitResult {
+  return admitPodWithUsage(pod, usageOf(active), node);
+}
+
+/** `admitPod` against a usage already summed up. */
+export function admitPodWithUsage(pod: Pod, usage: NodeUsage, node: AdmissionNode): AdmitResult {
   if (pod.spec?.nodeName && pod.spec.nodeName !== node.name) {
     return { admit: false, reason: 'NodeName', message: 'Predicate NodeName failed' };
   }
@@ -65,18 +88,15 @@ export function admitPod(pod: Pod, active: readonly Pod[], node: AdmissionNode):
     }
   }
   const maxPods = Number(node.allocatable.pods ?? Infinity);
-  if (active.length + 1 > maxPods) {
-    return insufficient('pods', 1, active.length, maxPods);
+  if (usage.pods + 1 > maxPods) {
+    return insufficient('pods', 1, usage.pods, maxPods);
   }
-  const wanted = podRequests(pod);
-  const used = new Map<string, number>();
-  for (const p of active) for (const [name, v] of podRequests(p)) used.set(name, (used.get(name) ?? 0) + v);
-  for (const [name, requested] of wanted) {
+  for (const [name, requested] of podRequests(pod)) {
     if (requested <= 0) continue;
     const capacity = node.allocatable[name] !== undefined ? amount(name, node.allocatable[name]!) : undefined;
     // Extended resources the node does not have: upstream filters them out unless the node lists them.
     if (capacity === undefined) continue;
-    const inUse = used.get(name) ?? 0;
+    const inUse = usage.requests.get(name) ?? 0;
     if (inUse + requested > capacity) return insufficient(name, requested, inUse, capacity);
   }
   return { admit: true };
@@ -95,6 +115,13 @@ function insufficient(name: string, requested: number, used: number, capacity: n
  * active pods; a rejection is logged and published as a Warning `[Kubelet] Pod Event` with the reason.
  */
 export class PodAdmission {
+  /**
+   * The node's usage while one burst of pods is admitted (a source's pods arrive in one synchronous
+   * pass): summed once, then grown by each pod admitted, and dropped at the end of the burst — so
+   * admitting N pods costs O(N), not O(N²). Between bursts pods finish, so it is summed afresh.
+   */
+  private burst?: NodeUsage;
+
   constructor(
     private readonly deps: {
       node(): AdmissionNode;
@@ -106,8 +133,13 @@ export class PodAdmission {
   ) {}
 
   admit(pod: Pod): AdmitResult {
-    const result = admitPod(pod, this.deps.activePods(), this.deps.node());
-    if (!result.admit) {
+    if (!this.burst) {
+      this.burst = usageOf(this.deps.activePods());
+      queueMicrotask(() => (this.burst = undefined));
+    }
+    const result = admitPodWithUsage(pod, this.burst, this.deps.node());
+    if (result.admit) addUsage(this.burst, pod);
+    else {
       const meta = pod.metadata!;
       this.deps.logger.warn('Pod rejected by admission', {
         pod: `${meta.namespace ?? 'default'}/${meta.name}`,
