@@ -7,6 +7,8 @@ export * from './duration.js';
 export * from './pod-actions.js';
 export * from './pod-status.js';
 export * from './pod-workers.js';
+export * from './pod-manager.js';
+export * from './sync-loop.js';
 export * from './pleg.js';
 export * from './kuberuntime/index.js';
 export * from './runtime-pod.js';

@@ -15,6 +15,9 @@ import type { PodWorkers } from './pod-workers.js';
  *   requeue$       a pod worker's backoff/resync is due│       (one event at a time, in order)
  *   housekeeping$  every 2 s: remove what no one wants ┘
  *
+ * A dispatch is synchronous: it only updates the pod manager and tells workers what to do, and the
+ * workers run the syncs. The one asynchronous handler is housekeeping's pass; its next tick waits for it.
+ *
  * Everything a pod's life needs beyond this — computing and executing its actions — happens in its worker
  * (`pod-workers.ts` → `pod-sync.ts` → `kuberuntime/`).
  */
@@ -98,13 +101,12 @@ export function runSyncLoop(sources: SyncLoopSources, handler: SyncHandler, logg
   );
   return events$.subscribe((event) => {
     // One bad event is logged; the loop goes on.
-    try {
-      const done = syncLoopIteration(event, handler);
-      done?.catch((err: unknown) =>
-        logger.error('sync loop handler failed', { event: event.kind, err: errorMessage(err) }),
-      );
-    } catch (err) {
+    const failed = (err: unknown) =>
       logger.error('sync loop handler failed', { event: event.kind, err: errorMessage(err) });
+    try {
+      syncLoopIteration(event, handler)?.catch(failed);
+    } catch (err) {
+      failed(err);
     }
   });
 }
