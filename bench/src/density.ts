@@ -303,6 +303,7 @@ async function runKubelet(n: number, source: SourceKind, profile = true): Promis
         rootDir: join(work, 'root'),
         podLogsDir: join(work, 'logs'),
         memoryCapacityBytes: MEMORY_CAPACITY,
+        maxPods: n, // admission counts pods: the bench node holds them all
         ...(plegRelistPeriodMs !== undefined ? { plegRelistPeriodMs } : {}),
         ...(source === 'files' ? { podManifestPath: manifests } : {}),
       },

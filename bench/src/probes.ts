@@ -147,6 +147,7 @@ async function run(scenario: Scenario): Promise<Row> {
         rootDir: join(work, 'root'),
         podLogsDir: join(work, 'logs'),
         memoryCapacityBytes: 64 * 1024 ** 3,
+        maxPods: podCount, // admission counts pods: the bench node holds them all
       },
     );
     kubelet.podConfig.register('api');

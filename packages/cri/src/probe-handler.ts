@@ -52,13 +52,20 @@ export interface ProbeContext {
   readonly podIP: string;
   /** The probe's `timeoutSeconds`, in ms. */
   readonly timeoutMs: number;
+  /**
+   * Aborts when `timeoutMs` has passed on the kernel clock (the prober's `clock.deadline`): a handler
+   * bounds its I/O by it. A handler that has not answered a little after it is cut off by the prober.
+   * Absent when a handler is called outside the prober; it then makes its own `clock.deadline`.
+   */
+  readonly signal?: AbortSignal;
   /** CRI runtime service (ExecSync). */
   readonly runtime: RuntimeService;
   /**
    * The kernel clock. A handler that does real I/O (sockets) wraps the promise it awaits in
-   * `clock.track(…)`, so a kubelet under virtual time waits for it before moving time on; its own timeout
-   * is then real time (a socket does not know virtual time). A handler that only talks to the runtime
-   * (exec) does not: the runtime measures the timeout on the clock.
+   * `clock.track(…, timeoutMs)`, so a kubelet under virtual time waits for it (up to the timeout in real
+   * time) before moving time on; its timeout is a `clock.deadline`, so a server that never answers fails
+   * the probe at exactly `timeoutSeconds` of virtual time. A handler that only talks to the runtime
+   * (exec) does not track: the runtime measures the timeout on the clock.
    */
   readonly clock: Clock;
   readonly logger: Logger;

@@ -29,3 +29,22 @@ test('sleep rejects when aborted and cancels its timer', async (t) => {
   await t.throwsAsync(p, { message: 'stopped' });
   t.is(clock.pendingTimers(), 0);
 });
+
+test('track with patience: virtual time waits that long in real time for I/O that never finishes, then moves on', async (t) => {
+  const clock = new VirtualClock();
+  clock.track(new Promise(() => {}), 50);
+  const fired: number[] = [];
+  clock.setTimeout(() => fired.push(clock.elapsed()), 1000);
+  const started = performance.now();
+  await clock.advance(1000);
+  t.deepEqual(fired, [1000]);
+  t.true(performance.now() - started >= 45, 'waited for the I/O first');
+  // Work that finishes in time is waited for, as without patience.
+  let done = false;
+  clock.track(
+    new Promise<void>((resolve) => setTimeout(resolve, 20)).then(() => (done = true)),
+    10_000,
+  );
+  await clock.advance(0);
+  t.true(done);
+});

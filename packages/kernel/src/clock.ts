@@ -18,9 +18,11 @@ export interface Clock {
   /**
    * Marks real I/O (file system, sockets) that a timer-driven flow awaits. Real time just returns it;
    * virtual time waits for it before firing the next timer, so real I/O takes no virtual time and a
-   * test under VirtualClock stays deterministic.
+   * test under VirtualClock stays deterministic. With `patienceMs`, virtual time waits for it at most that
+   * long in real time, then moves on without it: I/O that may never finish (a probe of a server that
+   * does not answer) then meets its deadline on the clock instead of stopping time.
    */
-  track<T>(work: Promise<T>): Promise<T>;
+  track<T>(work: Promise<T>, patienceMs?: number): Promise<T>;
   /**
    * Runs `step` now (or after `initialDelay`) and again `period` after each run ends, one run at a time;
    * a failed run (it throws or returns false) waits the next `backoff` delay instead. `kick()` runs it
@@ -35,7 +37,7 @@ abstract class SchedulerClock implements Clock {
   abstract readonly scheduler: SchedulerLike;
   abstract now(): number;
 
-  track<T>(work: Promise<T>): Promise<T> {
+  track<T>(work: Promise<T>, _patienceMs?: number): Promise<T> {
     return work;
   }
 
@@ -99,8 +101,16 @@ export class VirtualClock extends SchedulerClock {
     return this.scheduler.frame;
   }
 
-  override track<T>(work: Promise<T>): Promise<T> {
-    const done = work.finally(() => this.tracked.delete(done));
+  override track<T>(work: Promise<T>, patienceMs?: number): Promise<T> {
+    let waited: Promise<unknown> = work;
+    if (patienceMs !== undefined) {
+      // Real time on purpose: how long virtual time waits for real I/O, not a timer of the simulation.
+      let timer: NodeJS.Timeout | undefined;
+      const patience = new Promise<void>((resolve) => (timer = setTimeout(resolve, patienceMs).unref()));
+      waited = Promise.race([work, patience]).finally(() => clearTimeout(timer));
+    }
+    const done = waited.finally(() => this.tracked.delete(done));
+    done.catch(() => undefined); // the caller handles the work's failure
     this.tracked.add(done);
     return work;
   }

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import test from 'ava';
 import type { ContainerStatus } from '@nodelet/api';
 import { formatCriLogLine } from '@nodelet/cri';
-import { createLogger, EventBus, MemorySink, VirtualClock } from '@nodelet/kernel';
+import { createLogger, EventBus, MemorySink, RealClock, VirtualClock } from '@nodelet/kernel';
 import { FakeRuntime } from '@nodelet/runtime-fake';
 import {
   CriLogDecoder,
@@ -205,7 +205,7 @@ test('following a log keeps one abort listener however many times it polls (no M
       return true;
     },
     controller.signal,
-    { pollMs: 1, checkEveryMs: 0 },
+    { clock: new RealClock(), pollMs: 1, checkEveryMs: 0 },
   );
   await done;
   t.is(polls, 30);

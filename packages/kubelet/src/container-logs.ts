@@ -2,6 +2,7 @@ import { open, readFile } from 'node:fs/promises';
 import { StringDecoder } from 'node:string_decoder';
 import type { ContainerStatus, Pod } from '@nodelet/api';
 import { containerLogPath, parseCriLogLine, podLogsDirectory } from '@nodelet/cri';
+import type { Clock } from '@nodelet/kernel';
 import type { Kubelet } from './kubelet.js';
 
 /**
@@ -155,7 +156,8 @@ export async function readContainerLog(path: string): Promise<{ text: string; of
 
 /**
  * Follows a log file from `offset` (`kubectl logs -f`): writes what is appended, polling every
- * `pollMs`, until `isRunning` says the container stopped (after one last read) or `signal` aborts.
+ * `pollMs` on the clock, until `isRunning` says the container stopped (after one last read) or `signal`
+ * aborts.
  */
 export async function followContainerLog(
   path: string,
@@ -163,47 +165,60 @@ export async function followContainerLog(
   write: (text: string) => void,
   isRunning: () => Promise<boolean>,
   signal: AbortSignal,
-  options: { pollMs?: number; checkEveryMs?: number } = {},
+  options: { clock: Clock; pollMs?: number; checkEveryMs?: number },
 ): Promise<void> {
+  const { clock } = options;
   const pollMs = options.pollMs ?? 200;
   const checkEveryMs = options.checkEveryMs ?? 1000;
   const bytes = new StringDecoder('utf8');
   const decoder = new CriLogDecoder();
-  const file = await open(path, 'r');
+  const file = await clock.track(open(path, 'r'));
   const buffer = Buffer.alloc(64 * 1024);
   let position = offset;
-  let lastCheck = Date.now();
+  let lastCheck = clock.now();
   const drain = async () => {
     for (;;) {
-      const { bytesRead } = await file.read(buffer, 0, buffer.length, position);
+      const { bytesRead } = await clock.track(file.read(buffer, 0, buffer.length, position));
       if (bytesRead === 0) return;
       position += bytesRead;
       const text = decoder.push(bytes.write(buffer.subarray(0, bytesRead)));
       if (text) write(text);
     }
   };
+  /** One poll: what was appended, and whether the container still runs (then poll again). */
+  const poll = async (): Promise<boolean> => {
+    await drain();
+    if (clock.now() - lastCheck < checkEveryMs) return true;
+    lastCheck = clock.now();
+    if (await isRunning()) return true;
+    await drain();
+    return false;
+  };
   try {
-    while (!signal.aborted) {
-      await drain();
-      if (Date.now() - lastCheck >= checkEveryMs) {
-        lastCheck = Date.now();
-        if (!(await isRunning())) {
-          await drain();
-          return;
-        }
-      }
-      // One abort listener per wait, removed when the wait ends: a listener left per poll added up to
-      // MaxListenersExceededWarning after 11 polls of one `kubectl logs -f`.
-      await new Promise<void>((resolve) => {
-        const done = () => {
-          clearTimeout(timer);
-          signal.removeEventListener('abort', done);
-          resolve();
-        };
-        const timer = setTimeout(done, pollMs);
-        signal.addEventListener('abort', done, { once: true });
-      });
-    }
+    // One abort listener for the whole follow (a listener per poll once added up to
+    // MaxListenersExceededWarning after 11 polls of one `kubectl logs -f`).
+    await new Promise<void>((resolve, reject) => {
+      const end = (error?: unknown) => {
+        loop.stop();
+        signal.removeEventListener('abort', onAbort);
+        if (error === undefined) resolve();
+        else reject(error as Error);
+      };
+      const onAbort = () => end();
+      const loop = clock.loop(
+        async () => {
+          if (signal.aborted) return;
+          try {
+            if (!(await poll())) end();
+          } catch (error) {
+            end(error);
+          }
+        },
+        { period: pollMs },
+      );
+      if (signal.aborted) end();
+      else signal.addEventListener('abort', onAbort, { once: true });
+    });
   } finally {
     await file.close();
   }

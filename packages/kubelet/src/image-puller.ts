@@ -1,6 +1,6 @@
 import type { Container, Pod } from '@nodelet/api';
 import { type Image, ImageSpec, type ImageService } from '@nodelet/cri';
-import { Backoff, type Clock, errorMessage, type Logger } from '@nodelet/kernel';
+import { Backoff, type Clock, errorMessage, type EventBus, type Logger } from '@nodelet/kernel';
 
 /**
  * Makes sure a container's image is present, per its imagePullPolicy (upstream image_manager):
@@ -9,6 +9,9 @@ import { Backoff, type Clock, errorMessage, type Logger } from '@nodelet/kernel'
  *   IfNotPresent present → ok;  absent → pull
  *   Always       pull (the runtime skips layers it has)
  *   pull failed → ErrImagePull, and until the backoff (10 s doubling to 300 s) ends → ImagePullBackOff
+ *
+ * A pull is published on the bus as the pod's events, as upstream's image manager records them:
+ * `Normal Pulling Pulling image "<image>"`, then `Normal Pulled Successfully pulled image "<image>"`.
  */
 export class ImagePullError extends Error {
   constructor(
@@ -55,10 +58,13 @@ export class ImagePuller {
     private readonly images: ImageService,
     private readonly clock: Clock,
     private readonly logger: Logger,
-    backoff?: Backoff,
+    options: { backoff?: Backoff; bus?: EventBus } = {},
   ) {
-    this.backoff = backoff ?? new Backoff(clock);
+    this.backoff = options.backoff ?? new Backoff(clock);
+    this.bus = options.bus;
   }
+
+  private readonly bus?: EventBus;
 
   /** Returns the image reference to create the container from, or throws an ImagePullError. */
   async ensureImageExists(
@@ -89,10 +95,12 @@ export class ImagePuller {
     }
     this.lastPullError.delete(key);
     this.logger.info('Pulling image', { pod: podRef(pod), image: container.image });
+    this.podEvent(pod, container, 'Pulling', `Pulling image "${container.image}"`);
     const start = this.clock.now();
     try {
       const { imageRef } = await this.images.pullImage({ image: spec });
       this.backoff.reset(key);
+      this.podEvent(pod, container, 'Pulled', `Successfully pulled image "${container.image}"`);
       this.logger.info('Successfully pulled image', {
         image: container.image,
         durationMs: this.clock.now() - start,
@@ -132,6 +140,19 @@ export class ImagePuller {
       this.statusInFlight.set(key, status);
     }
     return status;
+  }
+
+  private podEvent(pod: Pod, container: Container, reason: 'Pulling' | 'Pulled', message: string): void {
+    const meta = pod.metadata!;
+    this.bus?.emit('[Kubelet] Pod Event', {
+      podUid: meta.uid!,
+      podName: meta.name!,
+      namespace: meta.namespace ?? 'default',
+      eventType: 'Normal',
+      reason,
+      message,
+      container: container.name,
+    });
   }
 
   /** When the current image-pull backoff of this pod's image ends (to requeue the pod then). */

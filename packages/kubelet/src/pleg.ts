@@ -1,12 +1,13 @@
 import { CriLabels, PodSandboxState, type RuntimeService } from '@nodelet/cri';
-import { type Clock, type EventBus, errorMessage, type Logger } from '@nodelet/kernel';
+import { type Clock, type EventBus, errorMessage, type Logger, type Loop } from '@nodelet/kernel';
+import { type Observable, Subject } from 'rxjs';
 import type { RuntimeCache } from './runtime-cache.js';
 import { type ContainerRuntimeState, containerStateFromCri } from './runtime-pod.js';
 
 /**
  * The generic PLEG (pod lifecycle event generator): relist every sandbox and container in the runtime
  * each period, diff against the previous relist, emit what changed of containers on the bus, and wake
- * the workers of pods whose sandboxes or containers changed. One relist is two CRI calls
+ * the workers of pods whose sandboxes or containers changed (`changes$`, which the sync loop reads). One relist is two CRI calls
  * (ListPodSandbox + ListContainers) and a map diff, O(containers); it also tells the runtime cache which
  * pods the runtime holds and which containers run. Unhealthy when no relist has succeeded for
  * `unhealthyAfterMs` (3 min): the node then reports "PLEG is not healthy".
@@ -42,7 +43,10 @@ export class GenericPleg {
   readonly unhealthyAfterMs: number;
   private previous = new Map<string, Seen>();
   private lastSuccess: number;
-  private cancelTimer?: () => void;
+  private loop?: Loop;
+  private readonly changes = new Subject<ReadonlyMap<string, PlegChange[]>>();
+  /** What each relist saw change, by pod UID (upstream PLEG's Watch channel). */
+  readonly changes$: Observable<ReadonlyMap<string, PlegChange[]>> = this.changes.asObservable();
   private relisting = false;
   private failures = 0;
   private wasHealthy = true;
@@ -52,8 +56,6 @@ export class GenericPleg {
     private readonly bus: EventBus,
     private readonly clock: Clock,
     private readonly logger: Logger,
-    /** Called with what changed, by pod UID, so the workers of those pods sync them. */
-    private readonly onPodsChanged: (changes: Map<string, PlegChange[]>) => void,
     options: PlegOptions = {},
     private readonly cache?: RuntimeCache,
   ) {
@@ -64,12 +66,17 @@ export class GenericPleg {
 
   start(): void {
     this.lastSuccess = this.clock.now();
-    this.schedule();
+    this.loop?.stop();
+    // relist() handles its own failures: the period stays 1 s while the runtime is down.
+    this.loop = this.clock.loop(() => this.relist(), {
+      period: this.relistPeriodMs,
+      initialDelay: this.relistPeriodMs,
+    });
   }
 
   stop(): void {
-    this.cancelTimer?.();
-    this.cancelTimer = undefined;
+    this.loop?.stop();
+    this.loop = undefined;
   }
 
   /** Healthy while the last successful relist is recent enough; the message says why not. */
@@ -137,7 +144,7 @@ export class GenericPleg {
       if (this.failures > 0)
         this.logger.info('PLEG relist succeeded again', { failedRelists: this.failures });
       this.failures = 0;
-      if (changedPods.size > 0) this.onPodsChanged(changedPods);
+      if (changedPods.size > 0) this.changes.next(changedPods);
     } catch (err) {
       this.failures++;
       // Once per backoff step (1, 2, 4, … failures), not once a second.
@@ -159,13 +166,5 @@ export class GenericPleg {
         message: healthy ? 'PLEG is healthy' : `PLEG is not healthy: ${message}`,
       });
     }
-  }
-
-  private schedule(): void {
-    this.cancelTimer = this.clock.setTimeout(() => {
-      void this.relist().finally(() => {
-        if (this.cancelTimer) this.schedule();
-      });
-    }, this.relistPeriodMs);
   }
 }

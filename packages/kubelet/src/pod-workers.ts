@@ -1,5 +1,6 @@
 import type { Pod } from '@nodelet/api';
 import { type Clock, errorMessage, type Logger } from '@nodelet/kernel';
+import { type Observable, Subject } from 'rxjs';
 
 /**
  * Pod workers: one serialized worker per pod, pods in parallel, the newest update wins (upstream
@@ -7,8 +8,8 @@ import { type Clock, errorMessage, type Logger } from '@nodelet/kernel';
  *
  *   sync ──(kill requested)──► terminating ──(containers and sandbox stopped)──► terminated ──► forgotten
  *
- * A sync that asks to be retried (`requeueAfterMs`: a backoff ending, a periodic resync) is scheduled on
- * the kernel clock; a sync requested while another runs is coalesced into one pending update. A sync
+ * A sync that asks to be retried (`requeueAfterMs`: a backoff ending, a periodic resync) is timed on the
+ * kernel clock and, when due, published on `requeue$` for the sync loop to dispatch back; a sync requested while another runs is coalesced into one pending update. A sync
  * asked for only because the runtime changed (PLEG) is optional: just before it runs, the syncer may say
  * the last sync already saw that change (`syncNeeded`), and then it is skipped.
  * Static pods that share a full name (an edited manifest gets a new UID) start only once the previous pod
@@ -65,6 +66,9 @@ export class PodWorkers {
   private readonly activeByFullName = new Map<string, string>();
   private readonly resyncIntervalMs: number;
   private readonly errorBackoffMs: number;
+  private readonly requeues = new Subject<string>();
+  /** Pods whose requeue fell due (a backoff ending, the periodic resync, a retry after an error). */
+  readonly requeue$: Observable<string> = this.requeues.asObservable();
   private idleWaiters: (() => void)[] = [];
   private busy = 0;
 
@@ -162,7 +166,7 @@ export class PodWorkers {
     w.requeueAt = this.clock.now() + afterMs;
     w.cancelRequeue = this.clock.setTimeout(() => {
       w.cancelRequeue = undefined;
-      this.schedule(uid, w);
+      this.requeues.next(uid);
     }, afterMs);
   }
 

@@ -119,7 +119,9 @@ export class ReadOnlyServer {
         (await this.kubelet.kubeRuntime.getPodStatus(target.uid, pod, namespace)).containers.some(
           (c) => c.id === target.containerId && c.state === 'running',
         );
-      await followContainerLog(target.path, read.offset, (t) => res.write(t), isRunning, abort.signal);
+      await followContainerLog(target.path, read.offset, (t) => res.write(t), isRunning, abort.signal, {
+        clock: this.kubelet.clock,
+      });
       res.end();
     } catch (err) {
       this.logger.warn('serving container logs failed', { path, err: errorMessage(err) });

@@ -6,7 +6,7 @@ import { CriLabels, PodSandboxConfig } from '@nodelet/cri';
 import { createLogger, EventBus, VirtualClock } from '@nodelet/kernel';
 import { FakeRuntime } from '@nodelet/runtime-fake';
 import { Kubelet } from './kubelet.js';
-import { NODE_NAME_LABEL } from './kuberuntime.js';
+import { NODE_NAME_LABEL } from './kuberuntime/index.js';
 import { makePod, TestSource } from './test-harness.js';
 
 /**

@@ -5,7 +5,6 @@ export * from './node-status.js';
 export * from './node-controller.js';
 export * from './node-lease.js';
 export * from './api-source.js';
-export * from './admission.js';
 export * from './status-sync.js';
 export * from './mirror-pods.js';
 export * from './event-recorder.js';

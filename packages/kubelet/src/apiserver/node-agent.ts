@@ -12,7 +12,7 @@ import {
 } from '@nodelet/kernel';
 import type { Subscription } from 'rxjs';
 import type { PodConfig } from '../config/pod-config.js';
-import { admitPod, type AdmitResult } from './admission.js';
+import { admitPod, type AdmitResult, rejectedStatus } from '../admission.js';
 import { ApiPodSource } from './api-source.js';
 import type { ClientNodeApi } from '@nodelet/client/client-node';
 import { EventRecorder } from './event-recorder.js';
@@ -133,16 +133,7 @@ export class NodeAgent {
       allocatable: options.capacity ? allocatableOf(resources.capacity) : resources.allocatable,
       kubeletPort: options.kubeletPort,
     };
-    this.podEvents = new PodEventSource(
-      host.bus,
-      (uid) => this.pods.get(uid),
-      (namespace, name) => {
-        for (const p of this.pods.values()) {
-          if (p.metadata?.name === name && (p.metadata?.namespace ?? 'default') === namespace) return p;
-        }
-        return undefined;
-      },
-    );
+    this.podEvents = new PodEventSource(host.bus, (uid) => this.pods.get(uid));
   }
 
   /** The node's allocatable resources and labels, as admission sees them. */
@@ -239,12 +230,7 @@ export class NodeAgent {
 
   /** The status of a pod admission rejected (upstream rejectPod). */
   static rejectedStatus(result: AdmitResult, previous: PodStatus | undefined): PodStatus {
-    return {
-      ...previous,
-      phase: 'Failed',
-      reason: result.reason,
-      message: `Pod was rejected: ${result.message}`,
-    };
+    return rejectedStatus(result, previous);
   }
 
   private initialLabels(): Record<string, string> {

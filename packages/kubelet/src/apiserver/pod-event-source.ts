@@ -1,18 +1,19 @@
 import type { ContainerStatus, Pod, PodStatus } from '@nodelet/api';
-import type { EventBus, EventCatalogue, Logger, LogFields } from '@nodelet/kernel';
+import type { EventBus, EventCatalogue } from '@nodelet/kernel';
 import type { Subscription } from 'rxjs';
 
 type PodEvent = EventCatalogue['[Kubelet] Pod Event'];
 
 /**
  * Turns what the kubelet already reports into `[Kubelet] Pod Event` facts with upstream's reasons and
- * messages, so an API server connection can record them as Events (`kubectl describe pod`):
+ * messages, so an API server connection can record them as Events (`kubectl describe pod`). The image
+ * puller publishes its own Pulling and Pulled events; the rest are derived here:
  *
  * | seen                                              | event                                         |
  * | ------------------------------------------------- | --------------------------------------------- |
- * | log "Pulling image" (see `tapImagePulls`)         | Normal Pulling `Pulling image "<image>"`      |
- * | a container with a new container ID in the status | Normal Pulled (pulled, or already present),   |
- * |                                                   | Normal Created, Normal Started                |
+ * | a container with a new container ID in the status | Normal Pulled `… already present on machine`  |
+ * |                                                   | (unless the puller pulled it), Normal Created,|
+ * |                                                   | Normal Started                                |
  * | waiting ErrImagePull / ImagePullBackOff           | Warning Failed …; Normal BackOff …            |
  * | waiting CrashLoopBackOff                          | Warning BackOff `Back-off restarting failed…` |
  * | waiting Create…Error / RunContainerError          | Warning Failed `Error: …`                     |
@@ -32,8 +33,6 @@ export class PodEventSource {
     private readonly bus: EventBus,
     /** The kubelet's pod by UID. */
     private readonly podOf: (uid: string) => Pod | undefined,
-    /** The kubelet's pod by `namespace/name` (log lines name pods that way). */
-    private readonly podByName: (namespace: string, name: string) => Pod | undefined,
   ) {}
 
   start(): void {
@@ -61,6 +60,9 @@ export class PodEventSource {
         if (e.pod.metadata?.deletionTimestamp) this.stopping(e.pod);
       }),
       bus.subscribe('[PodWorker] Pod Terminated', (e) => this.forget(e.podUid)),
+      bus.subscribe('[Kubelet] Pod Event', (e) => {
+        if (e.reason === 'Pulled' && e.container) this.pulled(e.podUid, e.container);
+      }),
     );
   }
 
@@ -75,19 +77,11 @@ export class PodEventSource {
     this.killed.delete(uid);
   }
 
-  /** A log record of the kubelet: image pulls become Pulling events. */
-  onLog(message: string, fields: LogFields | undefined): void {
-    if (message !== 'Pulling image' || typeof fields?.pod !== 'string') return;
-    const slash = fields.pod.indexOf('/');
-    const pod = this.podByName(fields.pod.slice(0, slash), fields.pod.slice(slash + 1));
-    if (!pod) return;
-    const image = String(fields.image ?? '');
-    const uid = pod.metadata!.uid!;
+  /** The image puller pulled the image of this container: its start needs no `already present`. */
+  private pulled(uid: string, container: string): void {
     let set = this.pulls.get(uid);
     if (!set) this.pulls.set(uid, (set = new Set()));
-    set.add(image);
-    const container = pod.spec?.containers.find((c) => c.image === image)?.name;
-    this.emit(pod, 'Normal', 'Pulling', `Pulling image "${image}"`, container);
+    set.add(container);
   }
 
   private stopping(pod: Pod): void {
@@ -125,13 +119,10 @@ export class PodEventSource {
       now.containerID !== before?.containerID &&
       (now.state?.running || now.state?.terminated)
     ) {
-      const pulled = this.pulls.get(pod.metadata!.uid!);
       const image =
         pod.spec?.containers.concat(pod.spec.initContainers ?? []).find((c) => c.name === name)?.image ??
         now.image;
-      if (pulled?.delete(image))
-        this.emit(pod, 'Normal', 'Pulled', `Successfully pulled image "${image}"`, name);
-      else if (!before?.containerID) {
+      if (!this.pulls.get(pod.metadata!.uid!)?.delete(name) && !before?.containerID) {
         this.emit(pod, 'Normal', 'Pulled', `Container image "${image}" already present on machine`, name);
       }
       this.emit(pod, 'Normal', 'Created', `Created container: ${name}`, name);
@@ -205,23 +196,4 @@ export class PodEventSource {
       ...(container ? { container } : {}),
     });
   }
-}
-
-/**
- * A logger that also passes every record to `onRecord` (before level filtering): how the kubelet's image
- * puller, which only logs, is heard without changing it.
- */
-export function tapLogger(
-  logger: Logger,
-  onRecord: (message: string, fields: LogFields | undefined) => void,
-): Logger {
-  const wrap = (inner: Logger): Logger => ({
-    debug: (m, f) => (onRecord(m, f), inner.debug(m, f)),
-    info: (m, f) => (onRecord(m, f), inner.info(m, f)),
-    warn: (m, f) => (onRecord(m, f), inner.warn(m, f)),
-    error: (m, f) => (onRecord(m, f), inner.error(m, f)),
-    once: (key, level, m, f) => inner.once(key, level, m, f),
-    child: (name) => wrap(inner.child(name)),
-  });
-  return wrap(logger);
 }

@@ -1,7 +1,7 @@
 import test from 'ava';
 import type { ContainerStatus, Pod } from '@nodelet/api';
 import { createLogger, EventBus, MemorySink, VirtualClock } from '@nodelet/kernel';
-import { PodEventSource, tapLogger } from './pod-event-source.js';
+import { PodEventSource } from './pod-event-source.js';
 
 const pod: Pod = {
   metadata: { name: 'web', namespace: 'default', uid: 'u1' },
@@ -16,11 +16,7 @@ function setup() {
   bus.subscribe('[Kubelet] Pod Event', (e) =>
     events.push(`${e.eventType} ${e.reason} ${e.message}${e.container ? ` [${e.container}]` : ''}`),
   );
-  const source = new PodEventSource(
-    bus,
-    (uid) => (uid === 'u1' ? pod : undefined),
-    (ns, name) => (ns === 'default' && name === 'web' ? pod : undefined),
-  );
+  const source = new PodEventSource(bus, (uid) => (uid === 'u1' ? pod : undefined));
   source.start();
   const status = (c: Partial<ContainerStatus>) =>
     bus.emit('[Status] Pod Status Changed', {
@@ -62,10 +58,22 @@ test('waiting reasons become upstream events, once per change', (t) => {
   ]);
 });
 
-test('a new container: Pulling (from the image puller log), Pulled, Created, Started; then Killing on removal', (t) => {
-  const { bus, events, status, source, logger } = setup();
-  const images = tapLogger(logger, (m, f) => source.onLog(m, f)).child('images');
-  images.info('Pulling image', { pod: 'default/web', image: 'nginx:1.27' });
+test('a new container: Pulling, Pulled (from the image puller), Created, Started; then Killing on removal', (t) => {
+  const { bus, events, status } = setup();
+  // What the image puller publishes for a pull.
+  const pull = { podUid: 'u1', podName: 'web', namespace: 'default', container: 'main' } as const;
+  bus.emit('[Kubelet] Pod Event', {
+    ...pull,
+    eventType: 'Normal',
+    reason: 'Pulling',
+    message: 'Pulling image "nginx:1.27"',
+  });
+  bus.emit('[Kubelet] Pod Event', {
+    ...pull,
+    eventType: 'Normal',
+    reason: 'Pulled',
+    message: 'Successfully pulled image "nginx:1.27"',
+  });
   status({ containerID: 'fake://c1', state: { running: { startedAt: '2026-01-01T00:00:00Z' } } });
   bus.emit('[Source] Pod Removed', { source: 'api', pod });
   t.deepEqual(events, [

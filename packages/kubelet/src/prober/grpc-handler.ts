@@ -6,7 +6,7 @@ import {
   type HealthCheckResponse,
   servingStatusName,
 } from './grpc-health.js';
-import type { ProbeContext, ProbeHandler, ProbeOutcome } from './probe-handler.js';
+import { type ProbeContext, type ProbeHandler, type ProbeOutcome, runDeadline } from './probe-handler.js';
 import { goDuration, joinHostPort } from './probe-spec.js';
 
 /**
@@ -17,15 +17,30 @@ import { goDuration, joinHostPort } from './probe-spec.js';
  */
 export const grpcHandler: ProbeHandler = {
   type: 'grpc',
-  probe: (ctx) => ctx.clock.track(runGrpcProbe(ctx)),
+  probe: (ctx) => ctx.clock.track(runGrpcProbe(ctx), ctx.timeoutMs),
 };
+
+/** `work`, or a rejection as soon as `signal` aborts (then `onAbort` runs: cancel what `work` waits on). */
+function untilAborted<T>(work: Promise<T>, signal: AbortSignal, onAbort?: () => void): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const abort = () => {
+      onAbort?.();
+      reject(signal.reason as Error);
+    };
+    if (signal.aborted) return abort();
+    signal.addEventListener('abort', abort, { once: true });
+    work.then(resolve, reject).finally(() => signal.removeEventListener('abort', abort));
+  });
+}
 
 async function runGrpcProbe(ctx: ProbeContext): Promise<ProbeOutcome> {
   const action = ctx.probe.grpc!;
   const service = action.service ?? '';
   const addr = joinHostPort(ctx.podIP || '127.0.0.1', action.port);
   const timeout = goDuration(ctx.timeoutMs);
-  const deadline = Date.now() + ctx.timeoutMs;
+  // The deadline is the clock's, not gRPC's (which is wall-clock time): on a virtual clock a server that
+  // never answers fails the probe at exactly the timeout of virtual time.
+  const deadline = runDeadline(ctx);
   const client = new Client(addr, credentials.createInsecure(), {
     'grpc.primary_user_agent': ctx.userAgent,
     'grpc.use_local_subchannel_pool': 1,
@@ -33,8 +48,11 @@ async function runGrpcProbe(ctx: ProbeContext): Promise<ProbeOutcome> {
   });
   try {
     try {
-      await new Promise<void>((resolve, reject) =>
-        client.waitForReady(deadline, (err) => (err ? reject(err) : resolve())),
+      await untilAborted(
+        new Promise<void>((resolve, reject) =>
+          client.waitForReady(Infinity, (err) => (err ? reject(err) : resolve())),
+        ),
+        deadline.signal,
       );
     } catch {
       return {
@@ -44,18 +62,26 @@ async function runGrpcProbe(ctx: ProbeContext): Promise<ProbeOutcome> {
     }
     let response: HealthCheckResponse;
     try {
-      response = await new Promise<HealthCheckResponse>((resolve, reject) =>
-        client.makeUnaryRequest(
-          HEALTH_CHECK_PATH,
-          encodeHealthCheckRequest,
-          decodeHealthCheckResponse,
-          { service },
-          new Metadata(),
-          { deadline },
-          (err, value) => (err || !value ? reject(err ?? new Error('empty response')) : resolve(value)),
-        ),
+      let call: { cancel(): void } | undefined;
+      response = await untilAborted(
+        new Promise<HealthCheckResponse>((resolve, reject) => {
+          call = client.makeUnaryRequest(
+            HEALTH_CHECK_PATH,
+            encodeHealthCheckRequest,
+            decodeHealthCheckResponse,
+            { service },
+            new Metadata(),
+            {},
+            (err, value) => (err || !value ? reject(err ?? new Error('empty response')) : resolve(value)),
+          );
+        }),
+        deadline.signal,
+        () => call?.cancel(),
       );
     } catch (err) {
+      if (deadline.signal.aborted) {
+        return { result: 'failure', output: `timeout: health rpc did not complete within ${timeout}` };
+      }
       const e = err as Partial<ServiceError>;
       if (e.code === GrpcStatus.UNIMPLEMENTED) {
         return {
@@ -80,6 +106,7 @@ async function runGrpcProbe(ctx: ProbeContext): Promise<ProbeOutcome> {
     }
     return { result: 'success', output: 'service healthy' };
   } finally {
+    deadline.cancel();
     client.close();
   }
 }

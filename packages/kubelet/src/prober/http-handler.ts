@@ -1,6 +1,6 @@
 import { request as httpRequest, type IncomingMessage, type OutgoingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
-import type { ProbeContext, ProbeHandler, ProbeOutcome } from './probe-handler.js';
+import { type ProbeContext, type ProbeHandler, type ProbeOutcome, runDeadline } from './probe-handler.js';
 import { joinHostPort, MAX_PROBE_OUTPUT_BYTES, resolveContainerPort } from './probe-spec.js';
 import { dialError } from './tcp-handler.js';
 
@@ -21,7 +21,7 @@ import { dialError } from './tcp-handler.js';
  */
 export const httpGetHandler: ProbeHandler = {
   type: 'httpGet',
-  probe: (ctx) => ctx.clock.track(runHttpProbe(ctx)),
+  probe: (ctx) => ctx.clock.track(runHttpProbe(ctx), ctx.timeoutMs),
 };
 
 const MAX_REDIRECTS = 10;
@@ -41,21 +41,16 @@ async function runHttpProbe(ctx: ProbeContext): Promise<ProbeOutcome> {
   const first = probeUrl(scheme, host, port, action.path ?? '');
   const headers = requestHeaders(action.httpHeaders ?? [], ctx.userAgent);
 
-  const abort = new AbortController();
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    abort.abort();
-  }, ctx.timeoutMs);
+  const deadline = runDeadline(ctx);
   let url = first;
   try {
     for (let redirects = 0; ; redirects++) {
       let answer: Answer;
       try {
-        answer = await get(url, headers, abort.signal);
+        answer = await get(url, headers, deadline.signal);
       } catch (err) {
         const e = err as NodeJS.ErrnoException;
-        const why = timedOut
+        const why = deadline.signal.aborted
           ? 'context deadline exceeded (Client.Timeout exceeded while awaiting headers)'
           : e.syscall === 'connect' || e.code === 'ECONNREFUSED'
             ? `dial tcp ${joinHostPort(url.hostname.replace(/^\[|\]$/g, ''), Number(url.port) || port)}: ${dialError(e)}`
@@ -91,7 +86,7 @@ async function runHttpProbe(ctx: ProbeContext): Promise<ProbeOutcome> {
       return { result: 'failure', output: `HTTP probe failed with statuscode: ${status}` };
     }
   } finally {
-    clearTimeout(timer);
+    deadline.cancel();
   }
 }
 

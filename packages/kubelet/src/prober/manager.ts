@@ -1,6 +1,7 @@
 import type { Container, Pod } from '@nodelet/api';
 import type { RuntimeService } from '@nodelet/cri';
 import type { Clock, EventBus, Logger } from '@nodelet/kernel';
+import { type Observable, Subject } from 'rxjs';
 import { podRef } from '../image-puller.js';
 import type { ContainerToKill, ProbeVerdicts } from '../pod-actions.js';
 import { latestContainer, type RuntimePodStatus } from '../runtime-pod.js';
@@ -23,7 +24,7 @@ import { type ContainerProbeState, ProbeWorker, type WorkerHost } from './worker
  *   syncPod ─► updateStatus ─► updatePod(pod, runtime status): a worker per (container, probe type) of
  *                              each running container; stopped containers stop their workers
  *   worker ─► handler (httpGet | tcpSocket | exec | grpc | a plugin's) ─► thresholds ─► result
- *   result ─► '[Prober] Probe Result' on the bus; when it changed: requestSync(pod)
+ *   result ─► '[Prober] Probe Result' on the bus; when it changed: `updates$` (the sync loop syncs the pod)
  *          ─► ready()/started() in the pod status (container `ready`, ContainersReady, Ready)
  *          ─► livenessFailed()/startupFailed() in computePodActions: kill, restart per restartPolicy
  *
@@ -36,8 +37,6 @@ export interface ProberManagerOptions {
   logger: Logger;
   /** Handlers besides the built-in ones; one of a built-in type replaces it. */
   handlers?: Iterable<ProbeHandler>;
-  /** Called with the pod's UID when a probe result changed, so the pod is synced. */
-  onResultChanged: (podUid: string) => void;
   /** For the jitter of first probes after a restart (default Math.random). */
   random?: () => number;
   userAgent?: string;
@@ -61,6 +60,9 @@ export class ProberManager implements ProbeVerdicts, WorkerHost {
   private readonly results = new Map<string, Results>();
   /** Pods being terminated: their liveness and startup workers are quiet and not made again. */
   private readonly terminating = new Set<string>();
+  private readonly updates = new Subject<string>();
+  /** The UID of a pod one of whose probe results changed (upstream's results manager Updates()). */
+  readonly updates$: Observable<string> = this.updates.asObservable();
 
   constructor(private readonly options: ProberManagerOptions) {
     this.clock = options.clock;
@@ -258,7 +260,7 @@ export class ProberManager implements ProbeVerdicts, WorkerHost {
         probe: type,
         result,
       });
-      this.options.onResultChanged(podUid);
+      this.updates.next(podUid);
     }
   }
 }

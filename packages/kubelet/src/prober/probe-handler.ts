@@ -4,7 +4,7 @@
  * the User-Agent probes announce and the registry of handlers by type.
  */
 import type { Probe } from '@nodelet/api';
-import type { ProbeHandler } from '@nodelet/cri';
+import type { ProbeContext, ProbeHandler } from '@nodelet/cri';
 
 export {
   type ProbeContext,
@@ -39,4 +39,12 @@ export class ProbeHandlerRegistry {
   types(): string[] {
     return [...this.byType.keys()];
   }
+}
+
+/**
+ * The deadline of one run of a handler: the prober's (`ctx.signal`), or — for a handler called outside
+ * the prober — a new `clock.deadline` of the probe's timeout. Cancel it when the run is done.
+ */
+export function runDeadline(ctx: ProbeContext): { readonly signal: AbortSignal; cancel(): void } {
+  return ctx.signal ? { signal: ctx.signal, cancel: () => undefined } : ctx.clock.deadline(ctx.timeoutMs);
 }

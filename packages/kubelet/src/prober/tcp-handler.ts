@@ -1,5 +1,5 @@
 import { connect } from 'node:net';
-import type { ProbeContext, ProbeHandler, ProbeOutcome } from './probe-handler.js';
+import { type ProbeContext, type ProbeHandler, type ProbeOutcome, runDeadline } from './probe-handler.js';
 import { joinHostPort, resolveContainerPort } from './probe-spec.js';
 
 /**
@@ -10,7 +10,7 @@ import { joinHostPort, resolveContainerPort } from './probe-spec.js';
  */
 export const tcpSocketHandler: ProbeHandler = {
   type: 'tcpSocket',
-  probe: (ctx) => ctx.clock.track(runTcpProbe(ctx)),
+  probe: (ctx) => ctx.clock.track(runTcpProbe(ctx), ctx.timeoutMs),
 };
 
 async function runTcpProbe(ctx: ProbeContext): Promise<ProbeOutcome> {
@@ -18,17 +18,18 @@ async function runTcpProbe(ctx: ProbeContext): Promise<ProbeOutcome> {
   const port = resolveContainerPort(action.port, ctx.container);
   const host = action.host || ctx.podIP || '127.0.0.1';
   const addr = joinHostPort(host, port);
+  const deadline = runDeadline(ctx);
   return new Promise<ProbeOutcome>((resolve) => {
     const socket = connect({ host, port });
+    const onTimeout = () => done({ result: 'failure', output: `dial tcp ${addr}: i/o timeout` });
     const done = (outcome: ProbeOutcome) => {
-      clearTimeout(timer);
+      deadline.cancel();
+      deadline.signal.removeEventListener('abort', onTimeout);
       socket.destroy();
       resolve(outcome);
     };
-    const timer = setTimeout(
-      () => done({ result: 'failure', output: `dial tcp ${addr}: i/o timeout` }),
-      ctx.timeoutMs,
-    );
+    if (deadline.signal.aborted) return onTimeout();
+    deadline.signal.addEventListener('abort', onTimeout, { once: true });
     socket.once('connect', () => done({ result: 'success', output: '' }));
     socket.once('error', (err: NodeJS.ErrnoException) =>
       done({ result: 'failure', output: `dial tcp ${addr}: ${dialError(err)}` }),

@@ -1,9 +1,14 @@
 import type { Container, Pod, Probe } from '@nodelet/api';
-import { errorMessage } from '@nodelet/kernel';
-import type { ProbeContext, ProbeHandlerRegistry, ProbeOutcome, ProbeType } from './probe-handler.js';
-import { probeTiming, type ProbeTiming } from './probe-spec.js';
 import type { RuntimeService } from '@nodelet/cri';
-import type { Clock, Logger } from '@nodelet/kernel';
+import { type Clock, errorMessage, type Logger, type Loop, type StepResult } from '@nodelet/kernel';
+import type {
+  ProbeContext,
+  ProbeHandler,
+  ProbeHandlerRegistry,
+  ProbeOutcome,
+  ProbeType,
+} from './probe-handler.js';
+import { goDuration, probeTiming, type ProbeTiming } from './probe-spec.js';
 
 /**
  * One probe worker per (pod, container, probe type), on the kernel clock (upstream prober/worker.go).
@@ -24,7 +29,11 @@ import type { Clock, Logger } from '@nodelet/kernel';
  * (the handler threw or answered `unknown`) is tried three times at once, then thrown away.
  *
  * Probes of one worker never overlap: the next tick is one period after the previous one was due, or at
- * once when a slow probe overran it (Go's ticker keeps one tick waiting).
+ * once when a slow probe overran it (Go's ticker keeps one tick waiting). The ticks are a `clock.loop`.
+ *
+ * Each run has a deadline of `timeoutSeconds` on the clock (`clock.deadline`), handed to the handler as
+ * `signal`; the built-in handlers fail with upstream's timeout message when it passes. A handler that
+ * ignores it and has not answered `HANDLER_GRACE_MS` later is cut off: the run is a failure.
  */
 export type ContainerProbeState = 'success' | 'failure' | 'unknown';
 
@@ -70,6 +79,8 @@ export interface WorkerHost {
 }
 
 const MAX_ATTEMPTS = 3;
+/** How long after its deadline a handler that ignores the deadline is still waited for. */
+export const HANDLER_GRACE_MS = 1_000;
 
 export class ProbeWorker {
   pod: Pod;
@@ -82,7 +93,7 @@ export class ProbeWorker {
   private onHold = false;
   private stopped = false;
   private nextAt = 0;
-  private cancelTimer?: () => void;
+  private loop?: Loop;
   /** Bumped whenever the container changes or the worker stops: results of probes in flight are dropped. */
   private generation = 0;
 
@@ -160,39 +171,39 @@ export class ProbeWorker {
   }
 
   private cancel(): void {
-    this.cancelTimer?.();
-    this.cancelTimer = undefined;
+    this.loop?.stop();
+    this.loop = undefined;
   }
 
+  /** Ticks from `at` on, one period apart. */
   private schedule(at: number): void {
     this.cancel();
     this.nextAt = at;
-    this.cancelTimer = this.host.clock.setTimeout(() => {
-      this.cancelTimer = undefined;
-      void this.tick();
-    }, at - this.host.clock.now());
+    const clock = this.host.clock;
+    this.loop = clock.loop(() => this.tick(), {
+      period: this.timing.periodMs,
+      initialDelay: at - clock.now(),
+    });
   }
 
-  private scheduleNext(): void {
+  /** The wait until the next tick: one period after this one was due, or now when it overran. */
+  private next(): { after: number } {
     const now = this.host.clock.now();
-    let at = this.nextAt + this.timing.periodMs;
-    if (at < now) at = now;
-    this.schedule(at);
+    this.nextAt = Math.max(this.nextAt + this.timing.periodMs, now);
+    return { after: this.nextAt - now };
   }
 
   /** One tick: gate, probe, count. Exposed to tests through the manager's clock only. */
-  private async tick(): Promise<void> {
+  private async tick(): Promise<StepResult> {
     const started = this.host.isStarted(this.containerId, this.container);
-    if (this.type === 'startup' && started) return; // done until a new container runs
-    if (this.type !== 'startup' && !started) {
-      this.scheduleNext(); // liveness and readiness wait for the startup probe
-      return;
-    }
+    if (this.type === 'startup' && started) return this.cancel(); // done until a new container runs
+    if (this.type !== 'startup' && !started) return this.next(); // liveness and readiness wait for startup
     const generation = this.generation;
     const outcome = await this.run();
-    if (generation !== this.generation || this.stopped) return;
+    if (generation !== this.generation || this.stopped) return; // this loop was stopped meanwhile
     this.record(outcome);
-    if (!this.onHold) this.scheduleNext();
+    if (this.onHold) return this.cancel();
+    return this.next();
   }
 
   private async run(): Promise<ProbeOutcome> {
@@ -201,7 +212,28 @@ export class ProbeWorker {
       const fields = this.host.handlers.types().join(', ');
       return { result: 'unknown', output: `no probe handler for this probe (handlers: ${fields})` };
     }
-    const ctx: ProbeContext = {
+    // Each attempt is a new run of the check, with its own deadline (upstream's retries of runProbe).
+    let outcome: ProbeOutcome = { result: 'unknown', output: '' };
+    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
+      const deadline = this.host.clock.deadline(this.timing.timeoutMs);
+      try {
+        outcome = await this.withinGrace(
+          handler,
+          handler.probe(this.context(deadline.signal)),
+          deadline.signal,
+        );
+      } catch (err) {
+        outcome = { result: 'unknown', output: errorMessage(err) };
+      } finally {
+        deadline.cancel();
+      }
+      if (outcome.result !== 'unknown') break;
+    }
+    return outcome;
+  }
+
+  private context(signal: AbortSignal): ProbeContext {
+    return {
       probeType: this.type,
       probe: this.probe,
       pod: this.pod,
@@ -213,17 +245,36 @@ export class ProbeWorker {
       clock: this.host.clock,
       logger: this.host.logger,
       userAgent: this.host.userAgent,
+      signal,
     };
-    let outcome: ProbeOutcome = { result: 'unknown', output: '' };
-    for (let attempt = 0; attempt < MAX_ATTEMPTS; attempt++) {
-      try {
-        outcome = await handler.probe(ctx);
-      } catch (err) {
-        outcome = { result: 'unknown', output: errorMessage(err) };
-      }
-      if (outcome.result !== 'unknown') break;
-    }
-    return outcome;
+  }
+
+  /** The handler's answer, or a failure when it has not answered `HANDLER_GRACE_MS` after the deadline. */
+  private withinGrace(
+    handler: ProbeHandler,
+    answer: Promise<ProbeOutcome>,
+    signal: AbortSignal,
+  ): Promise<ProbeOutcome> {
+    const clock = this.host.clock;
+    return new Promise<ProbeOutcome>((resolve, reject) => {
+      let cancelGrace: (() => void) | undefined;
+      const cutOff = () => {
+        cancelGrace = clock.setTimeout(
+          () =>
+            resolve({
+              result: 'failure',
+              output: `timeout: ${handler.type} probe did not answer within ${goDuration(this.timing.timeoutMs)}`,
+            }),
+          HANDLER_GRACE_MS,
+        );
+      };
+      if (signal.aborted) cutOff();
+      else signal.addEventListener('abort', cutOff, { once: true });
+      answer.then(resolve, reject).finally(() => {
+        signal.removeEventListener('abort', cutOff);
+        cancelGrace?.();
+      });
+    });
   }
 
   private record(outcome: ProbeOutcome): void {

@@ -1,0 +1,181 @@
+import type { Pod } from '@nodelet/api';
+import type { RuntimeService } from '@nodelet/cri';
+import type { Clock, EventBus, Logger } from '@nodelet/kernel';
+import { podRef } from './image-puller.js';
+import type { KubeRuntime } from './kuberuntime/index.js';
+import type { PlegChange } from './pleg.js';
+import type { ProbeVerdicts } from './pod-actions.js';
+import type { PodManager } from './pod-manager.js';
+import { generatePodStatus, type WaitingReason } from './pod-status.js';
+import type { PodSyncer, SyncOutcome } from './pod-workers.js';
+import type { ProberManager } from './prober/index.js';
+import type { RuntimeCache } from './runtime-cache.js';
+import { emptyRuntimePodStatus, type RuntimePodStatus } from './runtime-pod.js';
+import type { StatusManager } from './status-manager.js';
+
+export interface PodSyncDeps {
+  runtime: RuntimeService;
+  kubeRuntime: KubeRuntime;
+  runtimeCache: RuntimeCache;
+  prober: ProberManager;
+  statusManager: StatusManager;
+  podManager: PodManager;
+  bus: EventBus;
+  clock: Clock;
+  logger: Logger;
+  hostIP: string;
+  /** Overrides the prober manager's verdicts in syncPod (tests). */
+  probes?: ProbeVerdicts;
+}
+
+/**
+ * What a pod worker runs for each phase of a pod (upstream kubelet.go SyncPod, SyncTerminatingPod,
+ * SyncTerminatedPod): read the runtime, carry out the sync's actions, and turn what the runtime holds
+ * into the pod's status.
+ */
+export class PodSync implements PodSyncer {
+  private readonly waiting = new Map<string, Map<string, WaitingReason>>();
+  /** Sandbox and container states each pod's last sync saw, by id. */
+  private readonly lastSeen = new Map<string, Map<string, string>>();
+  /** What PLEG reported for each pod since its last sync started. */
+  private readonly plegNews = new Map<string, PlegChange[]>();
+  /**
+   * The runtime's name from CRI Version, for container IDs (`<name>://<id>`). A runtime that does not
+   * answer now is asked again by the next status update; until then IDs say `containerd`.
+   */
+  private runtimeName: string | undefined;
+  private askingRuntimeName = false;
+
+  constructor(private readonly deps: PodSyncDeps) {}
+
+  async learnRuntimeName(): Promise<void> {
+    if (this.runtimeName !== undefined || this.askingRuntimeName) return;
+    this.askingRuntimeName = true;
+    try {
+      this.runtimeName = (await this.deps.runtime.version({ version: 'v1' })).runtimeName || 'containerd';
+    } catch {
+      // asked again later
+    } finally {
+      this.askingRuntimeName = false;
+    }
+  }
+
+  /** PLEG saw these changes of the pod's sandboxes and containers (kept for `syncNeeded`). */
+  notePlegChanges(uid: string, changes: PlegChange[]): void {
+    const news = this.plegNews.get(uid);
+    if (news) news.push(...changes);
+    else this.plegNews.set(uid, changes);
+  }
+
+  /**
+   * Whether a sync PLEG asked for has anything to learn: not when every change PLEG reported since the
+   * last sync started is a state that sync already saw, or one it saw the object move past (PLEG's
+   * relist raced the sync: the container it saw created, the sync saw running). Then the sync would
+   * read the runtime only to find nothing to do.
+   */
+  syncNeeded(pod: Pod): boolean {
+    const uid = pod.metadata!.uid!;
+    const news = this.plegNews.get(uid);
+    const seen = this.lastSeen.get(uid);
+    if (!news || !seen) return true;
+    const confirmed = news.every((c) => {
+      const state = seen.get(c.id);
+      if (state === undefined || c.state === 'removed') return false;
+      return state === c.state || (stateOrder[state] ?? 0) >= (stateOrder[c.state] ?? Infinity);
+    });
+    if (confirmed) this.plegNews.delete(uid);
+    return !confirmed;
+  }
+
+  async syncPod(pod: Pod): Promise<SyncOutcome> {
+    const { uid, name, namespace } = identity(pod);
+    const { kubeRuntime } = this.deps;
+    this.plegNews.delete(uid); // this sync reads the runtime afresh
+    // A pod the runtime is known to hold nothing for (a new pod) needs no listing.
+    const before = this.deps.runtimeCache.knownEmpty(uid)
+      ? emptyRuntimePodStatus(uid, name, namespace)
+      : await kubeRuntime.getPodStatus(uid, name, namespace);
+    const result = await kubeRuntime.syncPod(
+      pod,
+      before,
+      this.deps.hostIP,
+      this.deps.probes ?? this.deps.prober,
+      this.waiting.get(uid),
+    );
+    this.deps.prober.recordKills(pod, result.actions.containersToKill);
+    // Only pods with a waiting reason keep a map: an empty one per running pod cost ~0.3 KiB of heap.
+    if (result.waiting.size > 0) this.waiting.set(uid, result.waiting);
+    else this.waiting.delete(uid);
+    const after = await kubeRuntime.statusAfterSync(before, result);
+    this.lastSeen.set(uid, statesOf(after));
+    this.updateStatus(pod, after);
+    return { requeueAfterMs: result.requeueAfterMs };
+  }
+
+  async terminatePod(pod: Pod, gracePeriodSeconds: number | undefined): Promise<void> {
+    const { uid, name, namespace } = identity(pod);
+    const { kubeRuntime } = this.deps;
+    const status = await kubeRuntime.getPodStatus(uid, name, namespace);
+    this.deps.logger.info('Terminating pod', { pod: podRef(pod), podUID: uid });
+    await kubeRuntime.killPodWithStatus(pod, status, gracePeriodSeconds);
+    this.updateStatus(pod, await kubeRuntime.getPodStatus(uid, name, namespace), true);
+  }
+
+  async cleanupPod(pod: Pod): Promise<void> {
+    const { uid, name, namespace } = identity(pod);
+    const status = await this.deps.kubeRuntime.getPodStatus(uid, name, namespace);
+    await this.deps.kubeRuntime.removePod(pod, status);
+  }
+
+  podTerminated(pod: Pod): void {
+    const uid = pod.metadata!.uid!;
+    this.deps.podManager.terminated(uid);
+    this.lastSeen.delete(uid);
+    this.plegNews.delete(uid);
+    this.deps.prober.removePod(uid);
+    this.waiting.delete(uid);
+    this.deps.statusManager.delete(uid);
+    this.deps.bus.emit('[PodWorker] Pod Terminated', {
+      podUid: uid,
+      podName: pod.metadata!.name!,
+      namespace: pod.metadata!.namespace ?? 'default',
+    });
+    this.deps.logger.info('Pod terminated and removed', { pod: podRef(pod), podUID: uid });
+  }
+
+  private updateStatus(pod: Pod, runtime: RuntimePodStatus, terminal = false): void {
+    const uid = pod.metadata!.uid!;
+    const { prober, statusManager, hostIP } = this.deps;
+    prober.updatePod(pod, runtime, hostIP);
+    const status = generatePodStatus({
+      pod,
+      runtime,
+      waiting: this.waiting.get(uid) ?? new Map(),
+      ready: (id, container) => prober.ready(id, container),
+      started: (id, container) => prober.started(id, container),
+      hostIP,
+      now: this.deps.clock.now(),
+      previous: statusManager.get(uid),
+      terminal,
+      ...(this.runtimeName !== undefined ? { runtimeName: this.runtimeName } : {}),
+    });
+    if (this.runtimeName === undefined) void this.learnRuntimeName();
+    statusManager.set(pod, status);
+  }
+}
+
+function identity(pod: Pod): { uid: string; name: string; namespace: string } {
+  const meta = pod.metadata!;
+  return { uid: meta.uid!, name: meta.name!, namespace: meta.namespace ?? 'default' };
+}
+
+/** Each state after the ones an object passes through before it (container: created → running → exited). */
+const stateOrder: Record<string, number> = { created: 1, running: 2, exited: 3, ready: 1, notready: 2 };
+
+/** Sandbox and container states of a pod's runtime status, by id. */
+function statesOf(status: RuntimePodStatus): Map<string, string> {
+  const states = new Map<string, string>();
+  for (const sb of status.sandboxes) states.set(sb.id, sb.ready ? 'ready' : 'notready');
+  for (const c of status.containers) states.set(c.id, c.state);
+  return states;
+}
