@@ -104,9 +104,10 @@ export class VirtualClock extends SchedulerClock {
   override track<T>(work: Promise<T>, patienceMs?: number): Promise<T> {
     let waited: Promise<unknown> = work;
     if (patienceMs !== undefined) {
-      // Real time on purpose: how long virtual time waits for real I/O, not a timer of the simulation.
+      // Real time on purpose: how long virtual time waits for real I/O, not a timer of the simulation. Not
+      // unref'd: an advance() waiting on it must keep the process alive (it is cleared when the work ends).
       let timer: NodeJS.Timeout | undefined;
-      const patience = new Promise<void>((resolve) => (timer = setTimeout(resolve, patienceMs).unref()));
+      const patience = new Promise<void>((resolve) => (timer = setTimeout(resolve, patienceMs)));
       waited = Promise.race([work, patience]).finally(() => clearTimeout(timer));
     }
     const done = waited.finally(() => this.tracked.delete(done));
