@@ -25,7 +25,11 @@ export const proxyNftablesPlugin = definePlugin<NftablesPluginConfig>({
   register(ctx) {
     ctx.provide(
       ProxyBackendCapability,
-      new NftablesBackend({ ...(ctx.config.netns ? { netns: ctx.config.netns } : {}), logger: ctx.logger }),
+      new NftablesBackend({
+        ...(ctx.config.netns ? { netns: ctx.config.netns } : {}),
+        clock: ctx.clock,
+        logger: ctx.logger,
+      }),
     );
   },
 });
