@@ -1,77 +1,19 @@
 import test from 'ava';
 import { podCells } from './pod-printing.js';
 import type { Pod } from './types.js';
+import {
+  NOW,
+  ago,
+  pod,
+  running,
+  waiting,
+  terminated,
+  readyCondition,
+  printPodCases,
+  type Case,
+} from './pod-printing-fixtures.js';
 
 // kubectl's printPod, case by case: pods as a kubelet reports them (JSON fixtures), the cells kubectl shows.
-
-const NOW = Date.parse('2026-01-01T12:00:00Z');
-const ago = (seconds: number) => new Date(NOW - seconds * 1000).toISOString().replace('.000Z', 'Z');
-
-const container = (name: string, image = 'busybox') => ({ name, image });
-
-/** A pod as the kubelet's /pods returns it; `status` is spread over a Running base. */
-function pod(
-  name: string,
-  options: {
-    containers?: string[];
-    initContainers?: Array<{ name: string; restartPolicy?: string }>;
-    status?: Record<string, unknown>;
-    metadata?: Record<string, unknown>;
-    spec?: Record<string, unknown>;
-  } = {},
-): Pod {
-  return {
-    metadata: { name, namespace: 'default', ...options.metadata },
-    spec: {
-      nodeName: 'node1',
-      containers: (options.containers ?? ['app']).map((c) => container(c)),
-      ...(options.initContainers
-        ? { initContainers: options.initContainers.map((c) => ({ ...container(c.name), ...c })) }
-        : {}),
-      ...options.spec,
-    },
-    status: { phase: 'Running', podIP: '10.244.0.2', podIPs: [{ ip: '10.244.0.2' }], ...options.status },
-  } as Pod;
-}
-
-const running = (name: string, extra: Record<string, unknown> = {}) => ({
-  name,
-  ready: true,
-  started: true,
-  restartCount: 0,
-  image: 'busybox',
-  imageID: '',
-  state: { running: { startedAt: ago(5) } },
-  ...extra,
-});
-const waiting = (name: string, reason: string, extra: Record<string, unknown> = {}) => ({
-  name,
-  ready: false,
-  restartCount: 0,
-  image: 'busybox',
-  imageID: '',
-  state: { waiting: { reason } },
-  ...extra,
-});
-const terminated = (name: string, t: Record<string, unknown>, extra: Record<string, unknown> = {}) => ({
-  name,
-  ready: false,
-  restartCount: 0,
-  image: 'busybox',
-  imageID: '',
-  state: { terminated: { startedAt: ago(20), finishedAt: ago(10), ...t } },
-  ...extra,
-});
-const readyCondition = (status: 'True' | 'False') => ({ type: 'Ready', status });
-const initializedCondition = (status: 'True' | 'False') => ({ type: 'Initialized', status });
-
-interface Case {
-  title: string;
-  pod: Pod;
-  ready: string;
-  status: string;
-  restarts: string;
-}
 
 const cases: Case[] = [
   {
@@ -258,134 +200,6 @@ const cases: Case[] = [
     restarts: '0',
   },
   {
-    title: 'first init container running: Init:0/2',
-    pod: pod('init', {
-      initContainers: [{ name: 'i1' }, { name: 'i2' }],
-      status: {
-        phase: 'Pending',
-        initContainerStatuses: [running('i1', { ready: false }), waiting('i2', 'PodInitializing')],
-        containerStatuses: [waiting('app', 'PodInitializing')],
-        conditions: [initializedCondition('False')],
-      },
-    }),
-    ready: '0/1',
-    status: 'Init:0/2',
-    restarts: '0',
-  },
-  {
-    title: 'first init container done, second waiting: Init:1/2',
-    pod: pod('init', {
-      initContainers: [{ name: 'i1' }, { name: 'i2' }],
-      status: {
-        phase: 'Pending',
-        initContainerStatuses: [
-          terminated('i1', { exitCode: 0, reason: 'Completed' }),
-          waiting('i2', 'PodInitializing'),
-        ],
-        containerStatuses: [waiting('app', 'PodInitializing')],
-        conditions: [initializedCondition('False')],
-      },
-    }),
-    ready: '0/1',
-    status: 'Init:1/2',
-    restarts: '0',
-  },
-  {
-    title: 'init container crash-looping: Init:CrashLoopBackOff, its restarts count',
-    pod: pod('init', {
-      initContainers: [{ name: 'i1' }],
-      status: {
-        phase: 'Pending',
-        initContainerStatuses: [
-          waiting('i1', 'CrashLoopBackOff', {
-            restartCount: 4,
-            lastState: { terminated: { exitCode: 1, finishedAt: ago(8) } },
-          }),
-        ],
-        containerStatuses: [waiting('app', 'PodInitializing')],
-        conditions: [initializedCondition('False')],
-      },
-    }),
-    ready: '0/1',
-    status: 'Init:CrashLoopBackOff',
-    restarts: '4 (8s ago)',
-  },
-  {
-    title: 'init container failed with a reason: Init:Error',
-    pod: pod('init', {
-      initContainers: [{ name: 'i1' }],
-      spec: { restartPolicy: 'Never' },
-      status: {
-        phase: 'Failed',
-        initContainerStatuses: [terminated('i1', { exitCode: 1, reason: 'Error' })],
-        containerStatuses: [waiting('app', 'PodInitializing')],
-      },
-    }),
-    ready: '0/1',
-    status: 'Init:Error',
-    restarts: '0',
-  },
-  {
-    title: 'init container failed without a reason: the first failed one decides, Init:ExitCode:3',
-    pod: pod('init', {
-      initContainers: [{ name: 'i1' }, { name: 'i2' }],
-      status: {
-        phase: 'Failed',
-        initContainerStatuses: [
-          terminated('i1', { exitCode: 3 }),
-          terminated('i2', { exitCode: 143, signal: 15 }),
-        ],
-      },
-    }),
-    ready: '0/1',
-    status: 'Init:ExitCode:3',
-    restarts: '0',
-  },
-  {
-    title: 'init container killed by a signal without a reason: Init:Signal:15',
-    pod: pod('init', {
-      initContainers: [{ name: 'i1' }],
-      status: { phase: 'Failed', initContainerStatuses: [terminated('i1', { exitCode: 143, signal: 15 })] },
-    }),
-    ready: '0/1',
-    status: 'Init:Signal:15',
-    restarts: '0',
-  },
-  {
-    title: 'init done, app containers still starting: PodInitializing',
-    pod: pod('init', {
-      initContainers: [{ name: 'i1' }],
-      status: {
-        phase: 'Pending',
-        initContainerStatuses: [terminated('i1', { exitCode: 0, reason: 'Completed' })],
-        containerStatuses: [waiting('app', 'PodInitializing')],
-        conditions: [initializedCondition('True')],
-      },
-    }),
-    ready: '0/1',
-    status: 'PodInitializing',
-    restarts: '0',
-  },
-  {
-    title: 'sidecar (restartable init container) counts in READY and RESTARTS',
-    pod: pod('sidecar', {
-      initContainers: [{ name: 'proxy', restartPolicy: 'Always' }],
-      status: {
-        initContainerStatuses: [
-          running('proxy', {
-            restartCount: 1,
-            lastState: { terminated: { exitCode: 1, finishedAt: ago(60) } },
-          }),
-        ],
-        containerStatuses: [running('app')],
-        conditions: [initializedCondition('True'), readyCondition('True')],
-      },
-    }),
-    ready: '2/2',
-    status: 'Running',
-    restarts: '1 (60s ago)',
-  },
-  {
     title: 'deletion requested: Terminating',
     pod: pod('bye', {
       metadata: { deletionTimestamp: ago(1) },
@@ -437,69 +251,9 @@ const cases: Case[] = [
     status: 'SchedulingGated',
     restarts: '0',
   },
-  {
-    title: 'restarts of init containers that finished no longer count once the pod is initialized',
-    pod: pod('init', {
-      initContainers: [{ name: 'i1' }],
-      status: {
-        initContainerStatuses: [
-          terminated(
-            'i1',
-            { exitCode: 0, reason: 'Completed' },
-            {
-              restartCount: 2,
-              lastState: { terminated: { exitCode: 1, finishedAt: ago(40) } },
-            },
-          ),
-        ],
-        containerStatuses: [running('app')],
-        conditions: [initializedCondition('True'), readyCondition('True')],
-      },
-    }),
-    ready: '1/1',
-    status: 'Running',
-    restarts: '0',
-  },
-  {
-    title: 'sidecar started but not ready: counted in the total only',
-    pod: pod('sidecar', {
-      initContainers: [{ name: 'proxy', restartPolicy: 'Always' }],
-      status: {
-        initContainerStatuses: [running('proxy', { ready: false })],
-        containerStatuses: [running('app')],
-        conditions: [initializedCondition('True'), readyCondition('False')],
-      },
-    }),
-    ready: '1/2',
-    status: 'Running',
-    restarts: '0',
-  },
-  {
-    title: 'sidecar not started yet holds the pod in Init:0/1',
-    pod: pod('sidecar', {
-      initContainers: [{ name: 'proxy', restartPolicy: 'Always' }],
-      status: {
-        phase: 'Pending',
-        initContainerStatuses: [running('proxy', { ready: false, started: false })],
-        containerStatuses: [waiting('app', 'PodInitializing')],
-        conditions: [initializedCondition('False')],
-      },
-    }),
-    ready: '0/2',
-    status: 'Init:0/1',
-    restarts: '0',
-  },
 ];
 
-for (const c of cases) {
-  test(`printPod: ${c.title}`, (t) => {
-    const cells = podCells(c.pod, NOW);
-    t.deepEqual(
-      { ready: cells.ready, status: cells.status, restarts: cells.restarts },
-      { ready: c.ready, status: c.status, restarts: c.restarts },
-    );
-  });
-}
+printPodCases(cases);
 
 test('wide cells: IP (the first of podIPs), NODE, NOMINATED NODE, READINESS GATES (true/total)', (t) => {
   const gated = podCells(

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { Clock, Logger } from '@nodelet/kernel';
+import type { Clock, Logger, Loop } from '@nodelet/kernel';
 import { OpenApiDocuments } from './apiserver/openapi.js';
 import { Registry } from './apiserver/registry.js';
 import { ApiServer, type PodLogProvider, type ServerVersion } from './apiserver/server.js';
@@ -80,7 +80,7 @@ export class ControlPlane {
   private readonly allocator: ServiceAllocator;
   private readonly types: ResourceType[];
   private serverUrl = '';
-  private cancelTimers: (() => void)[] = [];
+  private housekeeping: Loop[] = [];
   private recorder?: EventRecorder;
 
   constructor(private readonly options: ControlPlaneOptions) {
@@ -215,7 +215,7 @@ export class ControlPlane {
   }
 
   async stop(): Promise<void> {
-    for (const cancel of this.cancelTimers.splice(0)) cancel();
+    for (const loop of this.housekeeping.splice(0)) loop.stop();
     for (const c of this.controllers.splice(0).reverse()) c.stop();
     await this.server?.close();
     this.server = undefined;
@@ -363,28 +363,32 @@ export class ControlPlane {
     const compactEvery = o.compaction?.intervalMs ?? 5 * 60_000;
     const retain = o.compaction?.retainRevisions ?? 10_000;
     const ttl = o.eventTtlMs ?? 60 * 60_000;
-    const compactTick = () => {
-      const store = this.storeRef;
-      if (!store) return;
-      const target = store.revision - retain;
-      if (target > store.compactRevision) {
-        const removed = store.compact(target);
-        o.logger.debug('compacted', { revision: target, rowsRemoved: removed });
-      }
-      this.cancelTimers[0] = clock.setTimeout(compactTick, compactEvery);
-    };
-    const eventTick = () => {
-      const store = this.storeRef;
-      if (!store) return;
-      const cutoff = clock.now() - ttl;
-      for (const { object: e } of store.listAll('events')) {
-        const last = Date.parse(e.lastTimestamp ?? e.eventTime ?? e.metadata.creationTimestamp ?? '');
-        if (!Number.isNaN(last) && last < cutoff)
-          this.registry.forceRemove('events', e.metadata.namespace ?? '', e.metadata.name!);
-      }
-      this.cancelTimers[1] = clock.setTimeout(eventTick, Math.min(ttl, 10 * 60_000));
-    };
-    this.cancelTimers[0] = clock.setTimeout(compactTick, compactEvery);
-    this.cancelTimers[1] = clock.setTimeout(eventTick, Math.min(ttl, 10 * 60_000));
+    const compact = clock.loop(
+      () => {
+        const store = this.storeRef;
+        if (!store) return compact.stop();
+        const target = store.revision - retain;
+        if (target > store.compactRevision) {
+          const removed = store.compact(target);
+          o.logger.debug('compacted', { revision: target, rowsRemoved: removed });
+        }
+      },
+      { period: compactEvery, initialDelay: compactEvery },
+    );
+    const eventEvery = Math.min(ttl, 10 * 60_000);
+    const expireEvents = clock.loop(
+      () => {
+        const store = this.storeRef;
+        if (!store) return expireEvents.stop();
+        const cutoff = clock.now() - ttl;
+        for (const { object: e } of store.listAll('events')) {
+          const last = Date.parse(e.lastTimestamp ?? e.eventTime ?? e.metadata.creationTimestamp ?? '');
+          if (!Number.isNaN(last) && last < cutoff)
+            this.registry.forceRemove('events', e.metadata.namespace ?? '', e.metadata.name!);
+        }
+      },
+      { period: eventEvery, initialDelay: eventEvery },
+    );
+    this.housekeeping = [compact, expireEvents];
   }
 }

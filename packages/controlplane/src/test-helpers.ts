@@ -202,12 +202,18 @@ export async function waitFor<T>(
   timeoutMs = 10_000,
   everyMs = 25,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
+  // Real time: these tests drive a real server over HTTPS.
+  const clock = new RealClock();
+  const deadline = clock.deadline(timeoutMs);
+  try {
+    for (;;) {
+      const value = await check();
+      if (value !== undefined) return value;
+      if (deadline.expired) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+      await clock.sleep(everyMs);
+    }
+  } finally {
+    deadline.cancel();
   }
 }
 

@@ -13,7 +13,7 @@ import {
   type handleServerStreamingCall,
   type handleUnaryCall,
 } from '@grpc/grpc-js';
-import { NodeletError, errorMessage } from '@nodelet/kernel';
+import { type Clock, NodeletError, RealClock, errorMessage } from '@nodelet/kernel';
 import { CRI_MAX_MESSAGE_BYTES, grpcTarget, unixSocketPath } from './address.js';
 import type { ImageService, RuntimeService } from './capabilities.js';
 import {
@@ -36,13 +36,16 @@ export interface CriServer {
 /**
  * Serves `runtime` and `image` on `address` (`unix:///path`, a bare `/path`, or `host:port`). A
  * stale unix socket (a file nobody listens on) is replaced; a live one is refused (AlreadyExists).
- * Errors thrown by the implementations reach the caller as the matching gRPC status.
+ * Errors thrown by the implementations reach the caller as the matching gRPC status. `clock` times the
+ * grace period of `stop` (a RealClock when unset).
  */
 export async function serveCri(
   runtime: RuntimeService,
   image: ImageService,
   address: string,
+  options: { clock?: Clock } = {},
 ): Promise<CriServer> {
+  const clock = options.clock ?? new RealClock();
   const socketPath = unixSocketPath(address);
   if (socketPath !== undefined) await prepareSocket(socketPath);
 
@@ -68,9 +71,10 @@ export async function serveCri(
     address: socketPath !== undefined ? address : address.replace(/:\d+$/, `:${port}`),
     stop(graceMs = 5000) {
       stopped ??= new Promise<void>((resolve) => {
-        const force = setTimeout(() => server.forceShutdown(), graceMs);
+        // Calls still running when the grace period ends are cut off.
+        const force = clock.setTimeout(() => server.forceShutdown(), graceMs);
         server.tryShutdown(() => {
-          clearTimeout(force);
+          force();
           resolve();
         });
       });

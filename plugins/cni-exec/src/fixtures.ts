@@ -6,6 +6,7 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync, mkdirSync 
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { PodNetworkRequest } from '@nodelet/cni';
+import { RealClock } from '@nodelet/kernel';
 
 /**
  * A CNI plugin written in plain Node, driven by a `fake` object in its own configuration (which the
@@ -159,11 +160,17 @@ export function podRequest(overrides: Partial<PodNetworkRequest> = {}): PodNetwo
 
 /** Polls `check` until it is true or `timeoutMs` passes; resolves to the last answer. */
 export async function waitFor(check: () => boolean, timeoutMs: number, stepMs = 20): Promise<boolean> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (check()) return true;
-    if (Date.now() >= deadline) return false;
-    await new Promise((resolve) => setTimeout(resolve, stepMs));
+  // Real time: the plugins under test are real processes.
+  const clock = new RealClock();
+  const deadline = clock.deadline(timeoutMs);
+  try {
+    for (;;) {
+      if (check()) return true;
+      if (deadline.expired) return false;
+      await clock.sleep(stepMs);
+    }
+  } finally {
+    deadline.cancel();
   }
 }
 

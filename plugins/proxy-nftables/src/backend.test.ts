@@ -1,6 +1,6 @@
 import { PassThrough, Writable } from 'node:stream';
 import test from 'ava';
-import { createLogger } from '@nodelet/kernel';
+import { createLogger, VirtualClock } from '@nodelet/kernel';
 import { type CommandRunner, emptyChangeSet, type ExecResult, type RunningCommand } from '@nodelet/proxy';
 import { bulkTracker, conformanceTracker } from '@nodelet/proxy/testing';
 import { NftablesBackend, renderNftables } from './backend.js';
@@ -163,6 +163,38 @@ test('a full sync into an existing table flushes the chains the kernel has, and 
   );
   t.true(lines.includes(`delete chain ip kube-proxy ${stale}`));
   t.false(lines.includes(`delete chain ip kube-proxy ${kept}`));
+  await backend.stop();
+});
+
+test('on a kernel before 6.2 a stale chain is deleted by the first sync a second later, on the clock', async (t) => {
+  const stale = 'endpoint-STALESTA-conformance/gone/tcp/__10.0.0.1/80';
+  const listing = `table ip kube-proxy {\n\tchain services {\n\t}\n\tchain ${stale} {\n\t}\n}\n`;
+  const deletions: string[] = [];
+  const shell = new ListingShell({ listing });
+  const runner: CommandRunner = {
+    run: (command, args, options) => {
+      if (command === 'nft' && args[0] === '-f') deletions.push(String(options?.input ?? ''));
+      // Partial syncs ask whether the table is still there: it is.
+      if (args[0] === 'list')
+        return Promise.resolve({ code: 0, stdout: 'table ip kube-proxy\n', stderr: '' });
+      return shell.run();
+    },
+    start: () => shell.start(),
+  };
+  const clock = new VirtualClock();
+  const backend = new NftablesBackend({ runner, logger: quiet, clock, deleteStaleNow: false });
+  const { state } = conformanceTracker().commit();
+  await backend.sync(state, emptyChangeSet(), true);
+  t.false(
+    shell.shells[0]!.input.includes(`delete chain ip kube-proxy ${stale}`),
+    'not in the same transaction',
+  );
+  await clock.advance(999);
+  await backend.sync(state, emptyChangeSet(), false);
+  t.deepEqual(deletions, [], 'not before a second has passed');
+  await clock.advance(1);
+  await backend.sync(state, emptyChangeSet(), false);
+  t.deepEqual(deletions, [`delete chain ip kube-proxy ${stale}\n`]);
   await backend.stop();
 });
 

@@ -1,6 +1,6 @@
 import { release } from 'node:os';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import type { Logger } from '@nodelet/kernel';
+import { type Clock, type Logger, RealClock } from '@nodelet/kernel';
 import {
   abandonWithStderr,
   type ChangeSet,
@@ -25,6 +25,8 @@ export interface NftablesBackendOptions {
   netns?: string;
   runner?: CommandRunner;
   logger: Logger;
+  /** Times the deferred deletion of stale chains; a RealClock when unset. */
+  clock?: Clock;
   /**
    * Delete stale chains in the same transaction that stops using them. Kernels before 6.2 notice a
    * dropped map reference only a moment later, so upstream defers deletion; default: by kernel version.
@@ -96,6 +98,7 @@ export class NftablesBackend implements ProxyBackend {
   private readonly runner: CommandRunner;
   private readonly renderer = new NftRenderer();
   private readonly deleteStaleNow: boolean;
+  private readonly clock: Clock;
   private deferred: { chains: string[]; at: number } | undefined;
   private recreated = false;
   /**
@@ -113,6 +116,7 @@ export class NftablesBackend implements ProxyBackend {
       full: `nft ${LISTING[0]} '${LISTING[1]}'; ${statusLine(LISTED)}; exec nft -f -`,
     });
     this.deleteStaleNow = options.deleteStaleNow ?? kernelAtLeast(6, 2);
+    this.clock = options.clock ?? new RealClock();
   }
 
   private async tableExists(): Promise<boolean> {
@@ -181,7 +185,7 @@ export class NftablesBackend implements ProxyBackend {
       doFull = true;
     }
     // Chains left stale by an earlier sync on an old kernel: delete them now, a second later.
-    if (this.deferred && Date.now() - this.deferred.at >= 1000) {
+    if (this.deferred && this.clock.now() - this.deferred.at >= 1000) {
       const text = this.deferred.chains.map((c) => `delete chain ${FAMILY} ${TABLE} ${c}`).join('\n') + '\n';
       this.deferred = undefined;
       await runChecked(this.runner, 'nft', ['-f', '-'], { input: text }).catch((err) =>
@@ -194,7 +198,7 @@ export class NftablesBackend implements ProxyBackend {
       ? await this.fullSync(state, changes)
       : { out: await this.partialSync(state, changes), fresh: false };
     if (doFull) this.recreated = true;
-    if (out.deferredChains.length > 0) this.deferred = { chains: out.deferredChains, at: Date.now() };
+    if (out.deferredChains.length > 0) this.deferred = { chains: out.deferredChains, at: this.clock.now() };
     return {
       full: out.full,
       written: out.commands,

@@ -1,5 +1,12 @@
-import { ContainerModule, definePlugin, injectable, injectConfig, injectLogger } from '@nodelet/kernel';
-import type { Logger } from '@nodelet/kernel';
+import {
+  ContainerModule,
+  definePlugin,
+  injectable,
+  injectClock,
+  injectConfig,
+  injectLogger,
+} from '@nodelet/kernel';
+import type { Clock, Logger } from '@nodelet/kernel';
 import { ProxyBackendCapability } from '@nodelet/proxy';
 import { NftablesBackend } from './backend.js';
 
@@ -8,11 +15,15 @@ export interface NftablesPluginConfig {
   netns?: string;
 }
 
-/** The backend as the plugin's container builds it: its configuration and logger injected. */
+/** The backend as the plugin's container builds it: its configuration, logger and clock injected. */
 @injectable()
 export class ConfiguredNftablesBackend extends NftablesBackend {
-  constructor(@injectConfig() config: NftablesPluginConfig, @injectLogger() logger: Logger) {
-    super({ ...(config.netns ? { netns: config.netns } : {}), logger });
+  constructor(
+    @injectConfig() config: NftablesPluginConfig,
+    @injectLogger() logger: Logger,
+    @injectClock() clock: Clock,
+  ) {
+    super({ ...(config.netns ? { netns: config.netns } : {}), logger, clock });
   }
 }
 

@@ -1,6 +1,6 @@
 import { createSocket, type RemoteInfo, type Socket as UdpSocket } from 'node:dgram';
 import { createServer, type Server, type Socket } from 'node:net';
-import type { Clock, Logger } from '@nodelet/kernel';
+import type { Clock, Logger, Loop } from '@nodelet/kernel';
 import {
   type ChangeSet,
   type EndpointInfo,
@@ -170,18 +170,18 @@ class Listener {
       }
       tried.add(ep.endpoint);
       const conn = connectRelayed(ep.ip, ep.port, () => client);
-      const timer = this.options.clock.setTimeout(
-        () => conn.destroy(new Error('connect timeout')),
-        this.options.connectTimeoutMs,
-      );
+      const timeout = this.options.clock.deadline(this.options.connectTimeoutMs);
+      timeout.signal.addEventListener('abort', () => conn.destroy(new Error('connect timeout')), {
+        once: true,
+      });
       const onConnectError = () => {
-        timer();
+        timeout.cancel();
         conn.destroy();
         attempt();
       };
       conn.once('error', onConnectError);
       conn.once('connect', () => {
-        timer();
+        timeout.cancel();
         conn.off('error', onConnectError);
         if (client.destroyed) {
           conn.destroy();
@@ -268,7 +268,7 @@ export class UserspaceBackend implements ProxyBackend {
     clock: Clock;
     logger: Logger;
   };
-  private cancelSweep: (() => void) | undefined;
+  private sweep: Loop | undefined;
 
   constructor(options: UserspaceBackendOptions) {
     this.options = {
@@ -393,12 +393,14 @@ export class UserspaceBackend implements ProxyBackend {
   }
 
   private ensureSweep(): void {
-    if (this.cancelSweep) return;
-    const tick = () => {
-      for (const l of this.listeners.values()) l.sweep();
-      this.cancelSweep = this.options.clock.setTimeout(tick, Math.max(1000, this.options.udpIdleMs / 2));
-    };
-    this.cancelSweep = this.options.clock.setTimeout(tick, Math.max(1000, this.options.udpIdleMs / 2));
+    if (this.sweep) return;
+    const period = Math.max(1000, this.options.udpIdleMs / 2);
+    this.sweep = this.options.clock.loop(
+      () => {
+        for (const l of this.listeners.values()) l.sweep();
+      },
+      { period, initialDelay: period },
+    );
   }
 
   async cleanup(): Promise<void> {
@@ -406,8 +408,8 @@ export class UserspaceBackend implements ProxyBackend {
   }
 
   async stop(): Promise<void> {
-    this.cancelSweep?.();
-    this.cancelSweep = undefined;
+    this.sweep?.stop();
+    this.sweep = undefined;
     for (const l of this.listeners.values()) await l.close(true);
     this.listeners.clear();
   }

@@ -2,7 +2,8 @@
  * Builders for the package's own tests: CRI requests shaped like the kubelet's (labels, log paths),
  * with only the fields a test cares about.
  */
-import { VirtualClock } from '@nodelet/kernel';
+import type { ExecutionContext } from 'ava';
+import { type ErrorCode, NodeletError, VirtualClock } from '@nodelet/kernel';
 import { ContainerConfig, NamespaceMode, PodSandboxConfig } from '@nodelet/cri';
 import type { FakeRuntimeConfig } from './config.js';
 import { FakeRuntime } from './fake-runtime.js';
@@ -108,4 +109,19 @@ export function track<T>(promise: Promise<T>): { readonly settled: boolean; read
     () => (state.settled = true),
   );
   return state;
+}
+
+/** Nanoseconds of the virtual clock's epoch plus `ms`, as CRI time stamps show them. */
+const EPOCH_NS = BigInt(Date.UTC(2026, 0, 1)) * 1_000_000n;
+export const ns = (ms: number) => EPOCH_NS + BigInt(ms) * 1_000_000n;
+
+/** The behaviour annotation of one container. */
+export const behave = (container: string, value: string) => ({
+  [`runtime-fake.nodelet.dev/${container}`]: value,
+});
+
+/** Asserts that `err` is a NodeletError of `expected` code. */
+export function expectCode(t: ExecutionContext, err: unknown, expected: ErrorCode) {
+  t.true(err instanceof NodeletError, `expected a NodeletError, got ${String(err)}`);
+  t.is((err as NodeletError).code, expected);
 }

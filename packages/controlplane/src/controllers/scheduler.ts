@@ -1,5 +1,5 @@
 import { milliCpu, quantityValue } from '@nodelet/api';
-import type { Clock, Logger } from '@nodelet/kernel';
+import type { Clock, Logger, Loop } from '@nodelet/kernel';
 import { rfc3339, type KubeObject } from '../object.js';
 import type { Registry } from '../apiserver/registry.js';
 import { ApiError } from '../apiserver/status.js';
@@ -203,7 +203,7 @@ export class Scheduler {
   private readonly placed = new Map<string, { node: string; requests: Resources; scored: Resources }>();
   private readonly unschedulable = new Set<string>();
   private readonly unsubscribe: (() => void)[] = [];
-  private cancelRetry = () => {};
+  private retryLoop: Loop | undefined;
 
   constructor(
     private readonly registry: Registry,
@@ -230,15 +230,14 @@ export class Scheduler {
         this.retryUnschedulable();
       }),
     );
-    const tick = () => {
-      this.retryUnschedulable();
-      this.cancelRetry = this.clock.setTimeout(tick, this.retryMs);
-    };
-    this.cancelRetry = this.clock.setTimeout(tick, this.retryMs);
+    this.retryLoop = this.clock.loop(() => this.retryUnschedulable(), {
+      period: this.retryMs,
+      initialDelay: this.retryMs,
+    });
   }
 
   stop(): void {
-    this.cancelRetry();
+    this.retryLoop?.stop();
     for (const u of this.unsubscribe.splice(0)) u();
     this.queue.stop();
   }

@@ -10,7 +10,7 @@ import { isObject, type KubeObject } from '../object.js';
 import { parseCsr } from '../pki.js';
 import { nameRules, validateObjectMeta, validateObjectMetaUpdate } from './meta-validation.js';
 import { age } from './printers.js';
-import { base } from './simple.js';
+import { base } from './resource-base.js';
 
 /**
  * certificates.k8s.io/v1 CertificateSigningRequests, as upstream's registry/certificates strategy keeps

@@ -3,17 +3,13 @@ import type { ServiceAllocator } from './allocators.js';
 import { certificateSigningRequests } from './certificates.js';
 import { pods } from './pods.js';
 import { makeServices } from './services.js';
-import {
-  configMaps,
-  coreEvents,
-  endpointSlices,
-  eventsV1,
-  leases,
-  namespaces,
-  nodes,
-  secrets,
-  serviceAccounts,
-} from './simple.js';
+import { configMaps, secrets } from './config-data.js';
+import { endpointSlices } from './endpoint-slices.js';
+import { coreEvents, eventsV1 } from './events.js';
+import { leases } from './leases.js';
+import { namespaces } from './namespaces.js';
+import { nodes } from './nodes.js';
+import { serviceAccounts } from './service-accounts.js';
 
 /** Every resource the control plane serves, in discovery order. */
 export function servedResources(allocator: ServiceAllocator): ResourceType[] {
@@ -35,5 +31,6 @@ export function servedResources(allocator: ServiceAllocator): ResourceType[] {
 
 export { pods, podQosClass } from './pods.js';
 export * from './allocators.js';
-export { eventToEventsV1, eventsV1ToEvent, immortalNamespaces } from './simple.js';
+export { eventToEventsV1, eventsV1ToEvent } from './events.js';
+export { immortalNamespaces } from './namespaces.js';
 export * from './certificates.js';

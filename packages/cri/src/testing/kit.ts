@@ -5,7 +5,7 @@
 import { mkdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ExecutionContext } from 'ava';
-import { errorMessage } from '@nodelet/kernel';
+import { RealClock, errorMessage } from '@nodelet/kernel';
 import {
   ContainerConfig,
   ContainerState,
@@ -19,7 +19,7 @@ import {
   type CriLogLine,
   type ImageService,
   type RuntimeService,
-} from '@nodelet/cri';
+} from '../index.js';
 
 /** A runtime under test. */
 export interface ConformanceTarget {
@@ -49,10 +49,21 @@ export interface ConformanceOptions {
   skipPullPresent?: string;
 }
 
+/** A reference no registry has: every target fails to pull it (the fake is told so, containerd finds no registry). */
+export const MISSING_IMAGE = 'nodelet.invalid/conformance-missing:1';
+/** Present on every target (the fake preloads it; scripts/containerd/setup.sh imports it). */
+export const BUSYBOX_IMAGE = 'docker.io/library/busybox:latest';
+
 /** The label on everything one run of the suite creates, so cleanup finds it and lists ignore others. */
 export const RUN_LABEL = 'conformance.nodelet.dev/run';
-/** The fake runtime's scripting annotation prefix (see @nodelet/runtime-fake). */
+/**
+ * The fake runtime's scripting annotation prefix (`ContainerSpec.fake`): real runtimes ignore it, the
+ * fake reads it instead of running the command.
+ */
 const FAKE_BEHAVIOR = 'runtime-fake.nodelet.dev/';
+
+/** The suite measures real runtimes: its waits and durations are on real time. */
+export const clock = new RealClock();
 
 export interface Pod {
   readonly id: string;
@@ -218,11 +229,15 @@ export async function waitFor(
   check: () => boolean | Promise<boolean>,
   timeoutMs = 10_000,
 ): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() >= deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
+  const deadline = clock.deadline(timeoutMs);
+  try {
+    for (;;) {
+      if (await check()) return;
+      if (deadline.expired) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+      await clock.sleep(50);
+    }
+  } finally {
+    deadline.cancel();
   }
 }
 
@@ -238,7 +253,7 @@ export async function removePod(runtime: RuntimeService, id: string): Promise<vo
       return;
     } catch (err) {
       if (attempt >= 10 || !/device or resource busy/.test(errorMessage(err))) throw err;
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      await clock.sleep(300);
     }
   }
 }

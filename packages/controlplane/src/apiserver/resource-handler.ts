@@ -1,0 +1,188 @@
+/** The resource URLs: collections (list, watch, create, delete) and objects (get, update, patch, delete, subresources). */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Clock } from '@nodelet/kernel';
+import { isObject, type KubeObject } from '../object.js';
+import { parseBody, parseFieldValidation } from './decode.js';
+import { negotiate } from './negotiation.js';
+import { patchTypeOf } from './patch.js';
+import { servePodLogs, type PodLogProvider } from './pod-logs.js';
+import type { Registry } from './registry.js';
+import { boolParam, deleteOptions, intParam, readBody, type ResourceRequest } from './request-params.js';
+import type { RequestUser } from './resource-type.js';
+import { send, sendList, sendObject } from './responses.js';
+import { ApiError, badRequest, methodNotAllowed, unsupportedMediaType, type Status } from './status.js';
+import { serveWatch } from './watch-stream.js';
+
+/** What the request handlers share with the server. */
+export interface ServeContext {
+  readonly registry: Registry;
+  readonly clock: Clock;
+  readonly maxBodyBytes: number;
+  readonly logProviders: ReadonlyMap<string, PodLogProvider>;
+  readonly minWatchTimeoutMs: number | undefined;
+  /** The open watch streams, each by the function that ends it. */
+  readonly watches: Set<() => void>;
+}
+
+export function resolveResource(
+  ctx: ServeContext,
+  group: string,
+  version: string,
+  rest: string[],
+): ResourceRequest {
+  const { registry } = ctx;
+  let watchPath = false;
+  if (rest[0] === 'watch') {
+    watchPath = true;
+    rest = rest.slice(1);
+  }
+  let namespace: string | undefined;
+  let parts = rest;
+  if (rest[0] === 'namespaces' && rest.length >= 3 && registry.find(group, version, rest[2]!)?.namespaced) {
+    namespace = rest[1]!;
+    parts = rest.slice(2);
+  }
+  const [plural, name, subresource, ...extra] = parts;
+  const type = plural ? registry.find(group, version, plural) : undefined;
+  if (!type || extra.length > 0) {
+    throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
+  }
+  if (type.namespaced && namespace === undefined && name !== undefined) {
+    throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
+  }
+  if (subresource !== undefined && !type.subresources.some((s) => s.name === subresource)) {
+    throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
+  }
+  return { type, namespace, name, subresource, watchPath };
+}
+
+export async function serveResource(
+  ctx: ServeContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  url: URL,
+  r: ResourceRequest,
+  user: RequestUser,
+): Promise<void> {
+  const { registry } = ctx;
+  const q = url.searchParams;
+  const t = r.type;
+  const method = req.method ?? 'GET';
+  const dryRun = q.getAll('dryRun').includes('All');
+  if (q.getAll('dryRun').some((v) => v !== 'All'))
+    throw badRequest(`dryRun: Unsupported value: "${q.get('dryRun')}": supported values: "All"`);
+  const namespace = r.namespace ?? '';
+  if (r.name === undefined) {
+    // Collection.
+    const listOptions = {
+      labelSelector: q.get('labelSelector') ?? undefined,
+      fieldSelector: q.get('fieldSelector') ?? undefined,
+      limit: intParam(q, 'limit'),
+      continue: q.get('continue') ?? undefined,
+      resourceVersion: q.get('resourceVersion') ?? undefined,
+      resourceVersionMatch: q.get('resourceVersionMatch') ?? undefined,
+    };
+    switch (method) {
+      case 'GET': {
+        if (r.watchPath || boolParam(q, 'watch')) return serveWatch(ctx, req, res, q, r, listOptions);
+        const representation = negotiate(req.headers.accept);
+        const list = registry.list(t, r.namespace, listOptions);
+        return sendList(ctx.clock, res, t, list, representation, q);
+      }
+      case 'POST': {
+        if (t.namespaced && r.namespace === undefined) throw methodNotAllowed();
+        const body = parseBody(await readBody(req, ctx.maxBodyBytes), req.headers['content-type']);
+        const { object, warnings } = registry.create(t, namespace, body, {
+          dryRun,
+          user,
+          fieldValidation: parseFieldValidation(q.get('fieldValidation')),
+        });
+        return sendObject(ctx.clock, res, 201, t, object, negotiate(req.headers.accept), q, warnings);
+      }
+      case 'DELETE': {
+        const raw = await readBody(req, ctx.maxBodyBytes);
+        const options = deleteOptions(raw, req, q);
+        const list = registry.deleteCollection(t, r.namespace, listOptions, { ...options, dryRun });
+        return send(res, 200, list);
+      }
+      default:
+        throw methodNotAllowed();
+    }
+  }
+  const name = r.name;
+  const sub = r.subresource;
+  if (sub === 'log') {
+    if (method !== 'GET') throw methodNotAllowed();
+    return servePodLogs(ctx, res, namespace, name, q);
+  }
+  if (sub === 'binding') {
+    if (method !== 'POST') throw methodNotAllowed();
+    const body = parseBody(await readBody(req, ctx.maxBodyBytes), req.headers['content-type']);
+    const status = registry.bind(namespace, name, body);
+    return send(res, 201, status);
+  }
+  switch (method) {
+    case 'GET':
+    case 'HEAD': {
+      const representation = negotiate(req.headers.accept);
+      const object = registry.get(t, namespace, name);
+      return sendObject(ctx.clock, res, 200, t, object, representation, q);
+    }
+    case 'PUT': {
+      const body = parseBody(await readBody(req, ctx.maxBodyBytes), req.headers['content-type']);
+      if (sub === 'finalize') {
+        // Finalizers of a namespace: only `spec.finalizers` changes.
+        const current = registry.get(t, '', name);
+        const next = {
+          ...current,
+          spec: {
+            ...(current.spec ?? {}),
+            finalizers: isObject(body) ? (body.spec?.finalizers ?? []) : [],
+          },
+        };
+        registry.store.update('namespaces', '', name, () => next);
+        return sendObject(
+          ctx.clock,
+          res,
+          200,
+          t,
+          registry.get(t, '', name),
+          negotiate(req.headers.accept),
+          q,
+        );
+      }
+      const { object, warnings } = registry.update(t, namespace, name, body, {
+        dryRun,
+        fieldValidation: parseFieldValidation(q.get('fieldValidation')),
+        ...(sub ? { subresource: sub } : {}),
+      });
+      return sendObject(ctx.clock, res, 200, t, object, negotiate(req.headers.accept), q, warnings);
+    }
+    case 'PATCH': {
+      const contentType = req.headers['content-type'] ?? '';
+      const patchType = patchTypeOf(contentType);
+      if (!patchType) throw unsupportedMediaType(contentType.split(';')[0] ?? '');
+      const body = parseBody(
+        await readBody(req, ctx.maxBodyBytes),
+        patchType === 'apply' ? 'application/yaml' : 'application/json',
+      );
+      const { object, warnings } = registry.patch(t, namespace, name, patchType, body, {
+        dryRun,
+        fieldValidation: parseFieldValidation(q.get('fieldValidation')),
+        ...(sub ? { subresource: sub } : {}),
+      });
+      return sendObject(ctx.clock, res, 200, t, object, negotiate(req.headers.accept), q, warnings);
+    }
+    case 'DELETE': {
+      if (sub) throw methodNotAllowed();
+      const raw = await readBody(req, ctx.maxBodyBytes);
+      const options = deleteOptions(raw, req, q);
+      const result = registry.delete(t, namespace, name, { ...options, dryRun });
+      const body = result.body;
+      if ((body as Status).kind === 'Status') return send(res, 200, body);
+      return sendObject(ctx.clock, res, 200, t, body as KubeObject, negotiate(req.headers.accept), q);
+    }
+    default:
+      throw methodNotAllowed();
+  }
+}

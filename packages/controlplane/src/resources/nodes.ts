@@ -1,0 +1,131 @@
+/** Nodes: status, roles and addresses as kubectl prints them, and taint validation. */
+import { fieldNotSupported, fieldRequired, type FieldError } from '@nodelet/api';
+import { isObject, type KubeObject } from '../object.js';
+import { ageColumn, nameColumn, type ResourceType } from '../apiserver/resource-type.js';
+import { age } from './printers.js';
+import { nameRules, validateObjectMeta, validateObjectMetaUpdate } from './meta-validation.js';
+import { base } from './resource-base.js';
+
+const taintEffects = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'];
+
+function nodeStatusCell(node: KubeObject): string {
+  const ready = (node.status?.conditions ?? []).find((c: any) => c.type === 'Ready');
+  const parts = [
+    ready
+      ? ready.status === 'True'
+        ? 'Ready'
+        : ready.status === 'False'
+          ? 'NotReady'
+          : 'Unknown'
+      : 'Unknown',
+  ];
+  if (node.spec?.unschedulable) parts.push('SchedulingDisabled');
+  return parts.join(',');
+}
+
+function nodeRoles(node: KubeObject): string {
+  const roles = new Set<string>();
+  for (const [k, v] of Object.entries(node.metadata.labels ?? {})) {
+    if (k.startsWith('node-role.kubernetes.io/')) roles.add(k.slice('node-role.kubernetes.io/'.length));
+    else if (k === 'kubernetes.io/role' && v) roles.add(v);
+  }
+  return roles.size ? [...roles].filter(Boolean).sort().join(',') : '<none>';
+}
+
+function nodeAddress(node: KubeObject, type: string): string {
+  return (node.status?.addresses ?? []).find((a: any) => a.type === type)?.address ?? '<none>';
+}
+
+export const nodes: ResourceType = base({
+  group: '',
+  version: 'v1',
+  kind: 'Node',
+  plural: 'nodes',
+  singular: 'node',
+  namespaced: false,
+  model: 'V1Node',
+  shortNames: ['no'],
+  statusSubresource: true,
+  subresources: [{ name: 'status', kind: 'Node', verbs: ['get', 'patch', 'update'] }],
+  columns: [
+    nameColumn,
+    { name: 'Status', type: 'string', description: 'The status of the node', priority: 0 },
+    { name: 'Roles', type: 'string', description: 'The roles of the node', priority: 0 },
+    ageColumn,
+    { name: 'Version', type: 'string', description: 'Kubelet Version reported by the node.', priority: 0 },
+    {
+      name: 'Internal-IP',
+      type: 'string',
+      description: 'List of addresses reachable to the node. Queried from cloud provider, if available.',
+      priority: 1,
+    },
+    {
+      name: 'External-IP',
+      type: 'string',
+      description: 'List of addresses reachable to the node. Queried from cloud provider, if available.',
+      priority: 1,
+    },
+    {
+      name: 'OS-Image',
+      type: 'string',
+      description: 'OS Image reported by the node from /etc/os-release (e.g. Debian GNU/Linux 7 (wheezy)).',
+      priority: 1,
+    },
+    {
+      name: 'Kernel-Version',
+      type: 'string',
+      description: "Kernel Version reported by the node from 'uname -r' (e.g. 3.16.0-0.bpo.4-amd64).",
+      priority: 1,
+    },
+    {
+      name: 'Container-Runtime',
+      type: 'string',
+      description:
+        'ContainerRuntime Version reported by the node through runtime remote API (e.g. containerd://1.4.2).',
+      priority: 1,
+    },
+  ],
+  row: (obj, now) => {
+    const info = obj.status?.nodeInfo ?? {};
+    return [
+      obj.metadata.name,
+      nodeStatusCell(obj),
+      nodeRoles(obj),
+      age(obj, now),
+      info.kubeletVersion ?? '',
+      nodeAddress(obj, 'InternalIP'),
+      nodeAddress(obj, 'ExternalIP'),
+      info.osImage || '<unknown>',
+      info.kernelVersion || '<unknown>',
+      info.containerRuntimeVersion || '<unknown>',
+    ];
+  },
+  fields: { 'spec.unschedulable': (o) => String(o.spec?.unschedulable === true) },
+  strategy: {
+    // Nodes may set status on create: a kubelet registers its node with its status.
+    validate: (obj) => [
+      ...validateObjectMeta(obj.metadata, nameRules.subdomain, false),
+      ...validateTaints(obj),
+    ],
+    prepareForUpdate(obj, old) {
+      obj.status = old.status;
+    },
+    validateUpdate: (obj, old) => [
+      ...validateObjectMeta(obj.metadata, nameRules.subdomain, false),
+      ...validateObjectMetaUpdate(obj.metadata, old.metadata),
+      ...validateTaints(obj),
+    ],
+  },
+});
+
+function validateTaints(node: KubeObject): FieldError[] {
+  const errors: FieldError[] = [];
+  const taints = Array.isArray(node.spec?.taints) ? node.spec.taints : [];
+  taints.forEach((t: any, i: number) => {
+    if (!isObject(t)) return;
+    if (typeof t.key !== 'string' || t.key === '') errors.push(fieldRequired(`spec.taints[${i}].key`));
+    if (!taintEffects.includes(t.effect))
+      errors.push(fieldNotSupported(`spec.taints[${i}].effect`, t.effect, taintEffects));
+  });
+  return errors;
+}
