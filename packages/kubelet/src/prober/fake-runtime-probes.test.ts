@@ -2,7 +2,7 @@ import { Socket } from 'node:net';
 import test, { type ExecutionContext } from 'ava';
 import type { Container, Pod } from '@nodelet/api';
 import { makePod } from '../test-harness.js';
-import { startFakeNode } from './fake-node.js';
+import { startFakeNode } from './test-fake-node.js';
 import { grpcHandler, httpGetHandler, tcpSocketHandler } from './handlers.js';
 import type { ProbeHandler } from './probe-handler.js';
 

@@ -1,7 +1,7 @@
 import test from 'ava';
 import { definePlugin } from '@nodelet/kernel';
 import { makePod } from '../test-harness.js';
-import { startFakeNode } from './fake-node.js';
+import { startFakeNode } from './test-fake-node.js';
 import { type ProbeHandler, ProbeHandlerCapability } from './probe-handler.js';
 
 /**
