@@ -90,15 +90,18 @@ export function drain<K, O>(
 /**
  * Writes `items` with `write` a chunk at a time: yields each chunk of output, and once it has been
  * consumed writes on. (The loop over the items is a plain function: the JIT optimises it at once.)
+ * `wholeChunks`: what is left after the last whole chunk stays pending, for what follows to fill.
  */
 export function* paced<T>(
   items: readonly T[],
   write: (item: T) => void,
   stream: OutputStream,
+  wholeChunks = false,
 ): Generator<Buffer[], void, unknown> {
   const progress = { next: 0 };
   while (progress.next < items.length) {
     writeSome(items, progress, write, stream.out);
+    if (wholeChunks && stream.out.pending < CHUNK_BYTES) return;
     yield stream.take();
     stream.consumed();
   }
