@@ -20,7 +20,7 @@ import {
   sortedUpdatedPorts,
   staleAfterPartial,
   TextArena,
-  unused,
+  unusedAmong,
 } from '@nodelet/proxy';
 import { FILTER_CHAINS, isServiceChain, type JumpRule, KUBE_PROXY_CANARY, NAT_CHAINS } from './chains.js';
 import { NONE, planBlock, type ServiceBlock } from './port-plan.js';
@@ -314,6 +314,6 @@ export class IptablesRenderer {
     const candidates: string[] = [];
     for (const c of kernel.existingChains ?? []) if (isServiceChain(c)) candidates.push(c);
     for (const c of droppedChains(this.ports.appliedPlans, this.ports.plans)) candidates.push(c);
-    return unused(candidates, ordered, 'chains');
+    return unusedAmong(candidates, ordered, 'chains');
   }
 }

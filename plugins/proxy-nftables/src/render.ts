@@ -16,7 +16,7 @@ import {
   type Stale,
   staleAfterPartial,
   TextArena,
-  unused,
+  unusedAmong,
 } from '@nodelet/proxy';
 import { elementCommands, ElementStore } from './elements.js';
 import { isAffinitySet, isServiceChain } from './names.js';
@@ -46,6 +46,13 @@ export interface NftRenderOutput extends RenderedText {
   commands: number;
   /** Stale chains flushed but not deleted (delete them in a later transaction). */
   deferredChains: string[];
+}
+
+/** Commands a transaction holds: setup lines, flushes up front, chain and element statements. */
+interface Tally {
+  statements: number;
+  setup: number;
+  flushes: number;
 }
 
 /** The adds and deletes a render collects per set or map. */
@@ -90,81 +97,18 @@ export class NftRenderer {
    * way) call `reset()`.
    */
   *steps(input: NftRenderInput): Generator<Buffer, NftRenderOutput, void> {
-    const { state, changes } = input;
+    const { state } = input;
     const ports = this.ports;
     const { full, sameContext } = ports.begin(input.full, { node: state.node, variant: '' });
-    const fresh = full && !!input.fresh;
     const stream = new OutputStream();
     const pieces = new Pieces();
     const out = stream.out;
     const pending: PendingElements = new Map();
     for (const store of this.stores.values()) pending.set(store, { adds: [], deletes: [] });
-    const tally = { statements: 0 };
-    let setupCount = 0;
-    let flushCount = 0;
-    let stale: Stale;
-    if (full) {
-      // A full render's per-service chains in the kernel: what the listing showed, else what was written.
-      const existing = fresh
-        ? []
-        : [...(input.existingChains ?? ownedBy(ports.appliedPlans.values(), 'chains'))]
-            .filter(isServiceChain)
-            .sort();
-      const setup = setupCommands(state.node, fresh, !!input.recreateBaseChains);
-      for (const l of setup) out.line(l);
-      for (const c of existing) out.line(`flush chain ${T} ${c}`);
-      [setupCount, flushCount] = [setup.length, existing.length];
-      for (const s of this.stores.values()) s.clear();
-      const applied = sameContext ? ports.appliedPlans : undefined;
-      ports.startFull();
-      const opened = { table: false };
-      const writePort = (p: ServicePortState) => {
-        const plan = plannedPort(p, applied, planPort);
-        ports.plans.set(p.name, plan);
-        this.replaceElements(plan.port.name, plan, pending);
-        if (plan.chains.length === 0) return;
-        if (!opened.table) out.line(`table ${T} {`);
-        opened.table = true;
-        const { span } = writeBody(plan, state.node, out.arena, false);
-        out.span(span);
-        tally.statements += plan.chains.length + span.lines;
-      };
-      const ordered = sortedServicePorts(state);
-      for (const chunk of paced(ordered, writePort, stream, true)) yield pieces.add(chunk);
-      if (opened.table) out.line('}');
-      stale = this.staleAfterFull(input, existing);
-    } else {
-      ports.startPartial(changes);
-      for (const name of changes.removed) this.replaceElements(name, undefined, pending);
-      const plans: NftPortPlan[] = [];
-      const bodies: Body[] = [];
-      const arena = new TextArena();
-      for (const p of sortedUpdatedPorts(state, changes)) {
-        const plan = planPort(p);
-        ports.plans.set(p.name, plan);
-        this.replaceElements(p.name, plan, pending);
-        plans.push(plan);
-        bodies.push(writeBody(plan, state.node, arena));
-      }
-      // The kernel has the applied rules as they were written: for the node of then.
-      const node = ports.appliedContext!.node;
-      const again = (plan: NftPortPlan, scratch: TextArena) => writeBody(plan, node, scratch);
-      const changed = changedChains(plans, bodies, ports.appliedPlans, again);
-      // An existing chain is flushed first; a chain never written needs no flush.
-      changed.names.forEach((c, i) => {
-        if (changed.existed[i]) out.line(`flush chain ${T} ${c}`);
-      });
-      flushCount = changed.existed.filter(Boolean).length;
-      if (changed.names.length > 0) {
-        out.line(`table ${T} {`);
-        for (const text of changed.texts) {
-          out.span(text);
-          tally.statements += 1 + text.lines;
-        }
-        out.line('}');
-      }
-      stale = staleAfterPartial(changes, ports.appliedPlans, ports.plans);
-    }
+    const tally = { statements: 0, setup: 0, flushes: 0 };
+    const stale = full
+      ? yield* this.writeFull(input, stream, pieces, pending, tally, sameContext)
+      : this.writePartial(input, out, pending, tally);
 
     // Flush every stale chain before deleting any: stale chains reference each other (a service
     // chain's vmap names its endpoint chains), and a referenced chain cannot be deleted. (A full
@@ -192,9 +136,100 @@ export class NftRenderer {
         return (text ??= Buffer.concat(pieces.all).toString('utf8'));
       },
       full,
-      commands: setupCount + flushCount + tally.statements + tail.length,
+      commands: tally.setup + tally.flushes + tally.statements + tail.length,
       deferredChains,
     };
+  }
+
+  /**
+   * A full transaction's setup, flushes of every per-service chain that exists, and every port's
+   * chains, yielded in whole pieces while the ports are rendered; returns what is stale.
+   */
+  private *writeFull(
+    input: NftRenderInput,
+    stream: OutputStream,
+    pieces: Pieces,
+    pending: PendingElements,
+    tally: Tally,
+    sameContext: boolean,
+  ): Generator<Buffer, Stale, void> {
+    const { state } = input;
+    const { ports, stores } = this;
+    const out = stream.out;
+    const fresh = !!input.fresh;
+    // The per-service chains in the kernel: what the listing showed, else what was written.
+    const existing = fresh
+      ? []
+      : [...(input.existingChains ?? ownedBy(ports.appliedPlans.values(), 'chains'))]
+          .filter(isServiceChain)
+          .sort();
+    const setup = setupCommands(state.node, fresh, !!input.recreateBaseChains);
+    for (const l of setup) out.line(l);
+    for (const c of existing) out.line(`flush chain ${T} ${c}`);
+    tally.setup = setup.length;
+    tally.flushes = existing.length;
+    for (const s of stores.values()) s.clear();
+    const applied = sameContext ? ports.appliedPlans : undefined;
+    ports.startFull();
+    const opened = { table: false };
+    const writePort = (p: ServicePortState) => {
+      const plan = plannedPort(p, applied, planPort);
+      ports.plans.set(p.name, plan);
+      this.replaceElements(plan.port.name, plan, pending);
+      if (plan.chains.length === 0) return;
+      if (!opened.table) out.line(`table ${T} {`);
+      opened.table = true;
+      const { span } = writeBody(plan, state.node, out.arena, false);
+      out.span(span);
+      tally.statements += plan.chains.length + span.lines;
+    };
+    for (const chunk of paced(sortedServicePorts(state), writePort, stream, true)) yield pieces.add(chunk);
+    if (opened.table) out.line('}');
+    return this.staleAfterFull(input, existing);
+  }
+
+  /**
+   * A partial transaction's elements of changed and removed ports, and the chains whose rules differ
+   * from what the kernel has (flushed first when they exist); returns what is stale.
+   */
+  private writePartial(
+    input: NftRenderInput,
+    out: ChunkWriter,
+    pending: PendingElements,
+    tally: Tally,
+  ): Stale {
+    const { state, changes } = input;
+    const ports = this.ports;
+    ports.startPartial(changes);
+    for (const name of changes.removed) this.replaceElements(name, undefined, pending);
+    const plans: NftPortPlan[] = [];
+    const bodies: Body[] = [];
+    const arena = new TextArena();
+    for (const p of sortedUpdatedPorts(state, changes)) {
+      const plan = planPort(p);
+      ports.plans.set(p.name, plan);
+      this.replaceElements(p.name, plan, pending);
+      plans.push(plan);
+      bodies.push(writeBody(plan, state.node, arena));
+    }
+    // The kernel has the applied rules as they were written: for the node of then.
+    const node = ports.appliedContext!.node;
+    const again = (plan: NftPortPlan, scratch: TextArena) => writeBody(plan, node, scratch);
+    const changed = changedChains(plans, bodies, ports.appliedPlans, again);
+    // An existing chain is flushed first; a chain never written needs no flush.
+    changed.names.forEach((c, i) => {
+      if (changed.existed[i]) out.line(`flush chain ${T} ${c}`);
+    });
+    tally.flushes = changed.existed.filter(Boolean).length;
+    if (changed.names.length > 0) {
+      out.line(`table ${T} {`);
+      for (const text of changed.texts) {
+        out.span(text);
+        tally.statements += 1 + text.lines;
+      }
+      out.line('}');
+    }
+    return staleAfterPartial(changes, ports.appliedPlans, ports.plans);
   }
 
   /** Sets the elements the port `name` wants (none when `plan` is undefined), collecting the changes. */
@@ -213,8 +248,8 @@ export class NftRenderer {
     const active = [...this.ports.plans.values()];
     const sets = input.fresh ? [] : (input.existingSets ?? ownedBy(this.ports.appliedPlans.values(), 'sets'));
     return {
-      chains: unused(existing, active, 'chains'),
-      sets: unused([...sets].filter(isAffinitySet), active, 'sets'),
+      chains: unusedAmong(existing, active, 'chains'),
+      sets: unusedAmong([...sets].filter(isAffinitySet), active, 'sets'),
     };
   }
 }

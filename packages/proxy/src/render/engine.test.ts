@@ -4,7 +4,7 @@ import { bulkTracker } from '../testing/index.js';
 import { AppliedPorts } from './applied-state.js';
 import { changedChains } from './chain-diff.js';
 import { type Body, bodyLayout, type PortPlan } from './rule-body.js';
-import { droppedChains, staleAfterPartial, unused } from './stale.js';
+import { droppedChains, staleAfterPartial, unusedAmong } from './stale.js';
 import { CHUNK_BYTES, OutputStream, paced } from './streaming.js';
 import { TextArena } from './text-arena.js';
 
@@ -125,9 +125,9 @@ test('after a full render: what the kernel has or applied plans held, and no pla
   now.set(second!, { ...plans.get(second!)! }); // planned anew: its chains may still be used
   const dropped = droppedChains(applied, now);
   t.deepEqual(dropped, [...plans.get(first!)!.chains, ...plans.get(second!)!.chains]);
-  const stale = unused(['E-gone', ...dropped], now.values(), 'chains');
+  const stale = unusedAmong(['E-gone', ...dropped], now.values(), 'chains');
   t.deepEqual([...stale], ['E-gone', ...plans.get(first!)!.chains]);
-  t.is(unused([], now.values(), 'chains').size, 0);
+  t.is(unusedAmong([], now.values(), 'chains').size, 0);
 });
 
 test('paced writes a chunk at a time; in whole-chunk mode the remainder waits for what follows', (t) => {

@@ -58,7 +58,7 @@ export function ownedBy(plans: Iterable<PortPlan>, kind: 'chains' | 'sets'): Set
 }
 
 /** The `candidates` no plan of `active` owns (the active ones indexed only when there are candidates). */
-export function unused(
+export function unusedAmong(
   candidates: Iterable<string>,
   active: Iterable<PortPlan>,
   kind: 'chains' | 'sets',
