@@ -484,7 +484,7 @@ const nftRender = (state: ProxyState) =>
 
 const nftDriver: Driver = {
   render: (state) => void nftRender(state),
-  text: (state) => Buffer.from(nftRender(state).chunks.join('')),
+  text: (state) => Buffer.concat(nftRender(state).chunks),
   running: false,
   floorCommand: ['nft', ['-f', '-']],
   backend: (runner) => new NftablesBackend({ runner, logger: quiet }),

@@ -20,3 +20,4 @@ export * from './ip.js';
 export * from './endpoint-selection.js';
 export * from './api-source.js';
 export * from './api-source-plugin.js';
+export * from './render/index.js';
