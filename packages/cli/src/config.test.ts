@@ -68,6 +68,20 @@ test('a KubeletConfiguration given to --config: its fields, paths relative to it
   t.is(sink.find('"evictionHard" is not supported by nodelet yet').length, 1);
 });
 
+test('KubeletConfiguration maxPods bounds a standalone kubelet too (its admission), not only a joined one', (t) => {
+  const dir = tmp(t);
+  const sink = new MemorySink();
+  writeFileSync(join(dir, 'kubelet.yaml'), kubeletConfig('maxPods: 7\n'));
+  const setup = resolveKubeletSetup({ config: join(dir, 'kubelet.yaml') }, env('/elsewhere', sink));
+  t.is(setup.kubelet.maxPods, 7);
+  t.is(setup.kubelet.apiServer, undefined);
+  t.is(sink.find('"maxPods" is not supported').length, 0);
+  writeFileSync(join(dir, 'bad.yaml'), kubeletConfig('maxPods: 0\n'));
+  t.throws(() => resolveKubeletSetup({ config: join(dir, 'bad.yaml') }, env('/elsewhere')), {
+    message: /maxPods/,
+  });
+});
+
 test('KubeletConfiguration: API client limits, node status and lease timing reach the API connection', (t) => {
   const dir = tmp(t);
   const sink = new MemorySink();

@@ -201,6 +201,8 @@ export function resolveKubeletSetup(flags: KubeletFlags, env: SetupEnv): Kubelet
   if (kc.fileCheckFrequencyMs !== undefined) kubelet.fileCheckFrequencyMs = kc.fileCheckFrequencyMs;
   if (kc.httpCheckFrequencyMs !== undefined) kubelet.httpCheckFrequencyMs = kc.httpCheckFrequencyMs;
   if (kc.syncFrequencyMs !== undefined) kubelet.syncFrequencyMs = kc.syncFrequencyMs;
+  // Standalone, admission counts against it; joined, the Node's capacity carries it (apiServer below).
+  if (kc.maxPods !== undefined) kubelet.maxPods = kc.maxPods;
   const apiServer = apiServerOptions(flags, fromCwd, kc);
   if (apiServer) kubelet.apiServer = apiServer;
 

@@ -80,6 +80,7 @@ const implemented: Record<string, Reader> = {
   kubeAPIBurst: (v, f, o) => (o.kubeAPIBurst = int(f, v, 1, 1_000_000)),
   eventRecordQPS: (v, f, o) => (o.eventRecordQPS = num(f, v)),
   eventBurst: (v, f, o) => (o.eventBurst = int(f, v, 1, 1_000_000)),
+  maxPods: (v, f, o) => (o.maxPods = int(f, v, 1, 1_000_000)),
 };
 
 /** Upstream v1beta1 fields nodelet does not implement yet: accepted, reported once by name. */
@@ -188,7 +189,6 @@ const notYetImplemented = new Set([
   'imagePullCredentialsVerificationPolicy',
   'preloadedImagesVerificationAllowlist',
   'singleProcessOOMKill',
-  'maxPods',
   'staticPodURLHeader',
 ]);
 
