@@ -24,6 +24,7 @@ import {
   proxyHelp,
   resolveProxySetup as resolveOnHost,
 } from './proxy-command.js';
+import { pollUntil } from './test-helpers.js';
 
 const main = fileURLToPath(new URL('./main.js', import.meta.url));
 /** These tests are of parsing: as on a host that has every kernel tool (proxy-mode.test covers the host). */
@@ -239,15 +240,9 @@ async function healthz(
   return JSON.parse(await topo.exec(topo.node, process.execPath, ['-e', script])) ?? undefined;
 }
 
-async function waitFor<T>(what: string, fn: () => Promise<T | undefined>, ms = 45_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 200));
-  }
-}
+/** Waits for a truthy value (45 s: three times what a step takes on a loaded 2-core machine). */
+const waitFor = <T>(what: string, fn: () => Promise<T | undefined>): Promise<T> =>
+  pollUntil(what, async () => (await fn()) || undefined, { timeoutMs: 45_000, intervalMs: 200 });
 
 e2e(
   'nodelet proxy: serves from files, follows edits, keeps rules after stop, switches mode, cleans up',

@@ -1,5 +1,5 @@
 import { type ChildProcess, execFile, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -48,17 +48,33 @@ export function nodelet(args: readonly string[], timeoutMs = 15_000): Promise<Ru
   });
 }
 
-/** Polls `probe` until it returns a value other than undefined; throws with `what` and the last value seen after the deadline. */
+/**
+ * Polls `probe` until it returns a value other than undefined; throws with `what` and the last value seen after
+ * the deadline. With NODELET_WAIT_LOG=<file> each wait appends `{what, waitedMs, timeoutMs, ok}` as a JSON
+ * line: how the deadlines are checked against what each step takes on a loaded machine (they are 3× that).
+ */
 export async function pollUntil<T>(
   what: string,
   probe: () => Promise<T | undefined>,
   options: { timeoutMs: number; intervalMs?: number; describe?: () => string },
 ): Promise<T> {
-  const deadline = Date.now() + options.timeoutMs;
+  const started = Date.now();
+  const deadline = started + options.timeoutMs;
+  const record = (ok: boolean) => {
+    const log = process.env.NODELET_WAIT_LOG;
+    if (log) {
+      const entry = { what, waitedMs: Date.now() - started, timeoutMs: options.timeoutMs, ok };
+      appendFileSync(log, JSON.stringify(entry) + '\n');
+    }
+  };
   for (;;) {
     const value = await probe();
-    if (value !== undefined) return value;
+    if (value !== undefined) {
+      record(true);
+      return value;
+    }
     if (Date.now() >= deadline) {
+      record(false);
       throw new Error(
         `timed out after ${options.timeoutMs} ms waiting for ${what}${options.describe ? `; last seen:\n${options.describe()}` : ''}`,
       );
