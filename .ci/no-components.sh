@@ -12,6 +12,8 @@ if [[ ${NODELET_NO_COMPONENTS_INNER:-} != 1 ]]; then
   [[ $(id -u) == 0 ]] || { echo "no-components: needs root (a mount namespace)" >&2; exit 1; }
   log=$(mktemp)
   trap 'rm -f "$log"' EXIT
+  # Test namespaces that exist before the run (another job's on this machine) are not the run's leftovers.
+  before=$(ip netns list 2>/dev/null | awk '/^nlp-/ {print $1}' | sort || true)
   NODELET_NO_COMPONENTS_INNER=1 unshare --mount --propagation private bash "$0" 2>&1 | tee "$log"
   status=${PIPESTATUS[0]}
   ((status == 0)) || { echo "no-components: npm test failed (exit $status)" >&2; exit "$status"; }
@@ -25,7 +27,8 @@ if [[ ${NODELET_NO_COMPONENTS_INNER:-} != 1 ]]; then
     grep -qF -- "$expected" "$log" || { echo "no-components: no skip line saying '$expected'" >&2; exit 1; }
   done
   if grep -qE '^\s*✘' "$log"; then echo "no-components: a test failed" >&2; exit 1; fi
-  left=$(ip netns list 2>/dev/null | grep -E '^nlp-' || true)
+  after=$(ip netns list 2>/dev/null | awk '/^nlp-/ {print $1}' | sort || true)
+  left=$(comm -13 <(echo "$before") <(echo "$after") | grep . || true)
   [[ -z $left ]] || { echo "no-components: namespaces left behind: $left" >&2; exit 1; }
   echo "no-components: npm test passed with every real component hidden"
   exit 0
