@@ -1,4 +1,5 @@
-import { formatFieldError } from '@nodelet/api';
+// The one module of @nodelet/api the proxy needs, not its entry (every schema and printer of the API).
+import { formatFieldError } from '@nodelet/api/field-error';
 import type { EventBus, Logger } from '@nodelet/kernel';
 import { endpointPortKey, mergeSlices } from './endpoints.js';
 import { jsonEqual, jsonFingerprint } from './json-equal.js';
