@@ -5,7 +5,7 @@
  * end, also on failure).
  *
  *   npm run bench:proxy-footprint --workspace @nodelet/bench -- [--services 1000] [--endpoints 10]
- *        [--seconds 35] [--runs 1]
+ *        [--seconds 35] [--runs 1] [--node-flags='--max-semi-space-size=4']
  *
  * The bench runs itself a second time inside the namespace (`ip netns exec`), where it serves the
  * embedded control plane (@nodelet/controlplane, in-process, on 127.0.0.1 of the namespace, the objects
@@ -22,7 +22,9 @@
  * The floor, measured in the same run: a bare `node -e` process (spawn to its first output line, its
  * VmHWM and CPU then), so the figures read as "nodelet proxy above bare node". Targets: RSS ≤ 90 MiB,
  * CPU ≤ 1 s in 35 s, start ≤ 1 s. With --runs K, each figure is the median of K runs against the
- * same API server. Prints a table and writes bench/results/proxy-footprint.json.
+ * same API server. --node-flags runs the proxy as `node <flags> packages/cli/dist/main.js proxy …` (V8
+ * tuning an operator may choose; the default is none, as the command above). Prints a table and writes
+ * bench/results/proxy-footprint.json.
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -44,6 +46,7 @@ const { values: args } = parseArgs({
     endpoints: { type: 'string', default: '10' },
     seconds: { type: 'string', default: '35' },
     runs: { type: 'string', default: '1' },
+    'node-flags': { type: 'string', default: '' },
     out: { type: 'string' },
     // Internal: the run inside the namespace the outer run made.
     inside: { type: 'string' },
@@ -190,8 +193,8 @@ interface ProxyRun extends Figures {
   iptables: string;
 }
 
-async function measureProxy(kubeconfig: string, seconds: number): Promise<ProxyRun> {
-  const argv = [cliMain, 'proxy', '--kubeconfig', kubeconfig, '--mode', 'iptables'];
+async function measureProxy(kubeconfig: string, seconds: number, nodeFlags: string[]): Promise<ProxyRun> {
+  const argv = [...nodeFlags, cliMain, 'proxy', '--kubeconfig', kubeconfig, '--mode', 'iptables'];
   const w = watch(
     process.execPath,
     [...argv, '--hostname-override', NODE_NAME],
@@ -271,9 +274,10 @@ async function inside(ns: string): Promise<void> {
   const endpoints = positiveInt('endpoints', args.endpoints);
   const seconds = positiveInt('seconds', args.seconds);
   const runs = positiveInt('runs', args.runs);
+  const nodeFlags = args['node-flags'].split(' ').filter(Boolean);
   const loadStart = loadavg();
   console.log(
-    `proxy footprint: ${services} services × ${endpoints} endpoints, ${seconds} s per run, ${runs} run(s), namespace ${ns}; ${cpus().length} CPUs, kernel ${release()}, load ${loadStart.map((l) => l.toFixed(1)).join(' ')}`,
+    `proxy footprint: ${services} services × ${endpoints} endpoints, ${seconds} s per run, ${runs} run(s)${nodeFlags.length ? `, node ${nodeFlags.join(' ')}` : ''}, namespace ${ns}; ${cpus().length} CPUs, kernel ${release()}, load ${loadStart.map((l) => l.toFixed(1)).join(' ')}`,
   );
   const dir = await mkdtemp(join(tmpdir(), 'nodelet-footprint-'));
   const cp = new ControlPlane({
@@ -289,7 +293,7 @@ async function inside(ns: string): Promise<void> {
     const floor = await measureFloor();
     const measured: ProxyRun[] = [];
     for (let r = 0; r < runs; r++) {
-      const run = await measureProxy(cp.kubeconfigPath, seconds);
+      const run = await measureProxy(cp.kubeconfigPath, seconds, nodeFlags);
       console.log(
         `  run ${r + 1}: start ${run.startMs.toFixed(0)} ms, first sync done ${run.firstSyncDoneMs.toFixed(0)} ms, RSS ${run.rssMiB.toFixed(1)} MiB, CPU ${run.cpuSeconds.toFixed(2)} s (commands ${run.childrenCpuSeconds.toFixed(2)} s), iptables-${run.iptables}`,
       );
@@ -331,7 +335,7 @@ async function inside(ns: string): Promise<void> {
       cpus: cpus().length,
       kernel: release(),
       loadavg: { start: loadStart, end: loadavg() },
-      command: `node packages/cli/dist/main.js proxy --kubeconfig <admin kubeconfig> --mode iptables --hostname-override ${NODE_NAME}`,
+      command: `node ${nodeFlags.map((f) => f + ' ').join('')}packages/cli/dist/main.js proxy --kubeconfig <admin kubeconfig> --mode iptables --hostname-override ${NODE_NAME}`,
       services,
       endpoints,
       seconds,
