@@ -22,7 +22,7 @@
  * The floor, measured in the same run: a bare `node -e` process (spawn to its first output line, its
  * VmHWM and CPU then), so the figures read as "nodelet proxy above bare node". Targets: RSS ≤ 90 MiB,
  * CPU ≤ 1 s in 35 s, start ≤ 1 s. With --runs K, each figure is the median of K runs against the
- * same API server. --node-flags runs the proxy as `node <flags> packages/cli/dist/main.js proxy …` (V8
+ * same API server, each from an empty namespace (`nodelet proxy --cleanup` between runs). --node-flags runs the proxy as `node <flags> packages/cli/dist/main.js proxy …` (V8
  * tuning an operator may choose; the default is none, as the command above). Prints a table and writes
  * bench/results/proxy-footprint.json.
  */
@@ -293,6 +293,12 @@ async function inside(ns: string): Promise<void> {
     const floor = await measureFloor();
     const measured: ProxyRun[] = [];
     for (let r = 0; r < runs; r++) {
+      // Every run starts as the first did, with no rules here (not adopting the last run's).
+      if (r > 0)
+        execFileSync(process.execPath, [cliMain, 'proxy', '--cleanup'], {
+          env: systemEnv(),
+          stdio: 'ignore',
+        });
       const run = await measureProxy(cp.kubeconfigPath, seconds, nodeFlags);
       console.log(
         `  run ${r + 1}: start ${run.startMs.toFixed(0)} ms, first sync done ${run.firstSyncDoneMs.toFixed(0)} ms, RSS ${run.rssMiB.toFixed(1)} MiB, CPU ${run.cpuSeconds.toFixed(2)} s (commands ${run.childrenCpuSeconds.toFixed(2)} s), iptables-${run.iptables}`,
