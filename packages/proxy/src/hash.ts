@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 const BASE32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
 
@@ -36,7 +36,7 @@ export function hashName(text: string, length = 16): string {
   if (hit === undefined) {
     if (cache.size >= CACHE_LIMIT) cache.clear();
     // Base32 turns each 5 bytes into 8 characters: the digest's first bytes give the first characters.
-    const digest = createHash('sha256').update(text).digest();
+    const digest = hash('sha256', text, 'buffer');
     hit = base32(digest.subarray(0, Math.ceil(length / 8) * 5)).slice(0, length);
     cache.set(key, hit);
   }

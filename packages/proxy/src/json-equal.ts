@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /**
  * Whether two JSON values are the same data: primitives equal, arrays equal item by item, objects with
@@ -32,5 +32,5 @@ export function jsonEqual(a: unknown, b: unknown): boolean {
  * an unchanged object from a changed one (even one changed in place) without keeping the text.
  */
 export function jsonFingerprint(value: unknown): string {
-  return createHash('sha1').update(JSON.stringify(value)).digest('base64');
+  return hash('sha1', JSON.stringify(value), 'base64');
 }
