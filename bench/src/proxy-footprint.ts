@@ -16,8 +16,9 @@
  *             first sync begins: modules loaded, kubeconfig read, both lists delivered); also to its
  *             first "synced proxy rules" (the first full sync applied)
  *   rss       peak resident memory (VmHWM of /proc/<pid>/status) at the end of the run
- *   cpu       its own user + system CPU seconds (/proc/<pid>/stat) --seconds after spawn; the CPU of
- *             the commands it runs (iptables-save/-restore, its standby shell) is counted apart
+ *   cpu       its own user + system CPU seconds (/proc/<pid>/stat) --seconds after spawn, and when
+ *             the two log lines appeared; the CPU of the commands it runs (iptables-save/-restore,
+ *             its standby shell) is counted apart
  *
  * The floor, measured in the same run: a bare `node -e` process (spawn to its first output line, its
  * VmHWM and CPU then), so the figures read as "nodelet proxy above bare node". Targets: RSS ≤ 90 MiB,
@@ -115,6 +116,8 @@ interface Watched {
   spawnedAt: number;
   /** ms after spawn at which a line containing the text was first seen. */
   seen: Map<string, number>;
+  /** The process's own CPU seconds then. */
+  cpuAt: Map<string, number>;
   output: string[];
   exited: Promise<number | null>;
 }
@@ -127,6 +130,7 @@ function watch(command: string, argv: string[], texts: readonly string[]): Watch
     child,
     spawnedAt,
     seen: new Map(),
+    cpuAt: new Map(),
     output: [],
     exited: new Promise((resolve) => child.once('exit', (code) => resolve(code))),
   };
@@ -135,7 +139,11 @@ function watch(command: string, argv: string[], texts: readonly string[]): Watch
     const text = chunk.toString('utf8');
     w.output.push(text);
     if (w.output.length > 200) w.output.shift();
-    for (const t of texts) if (!w.seen.has(t) && text.includes(t)) w.seen.set(t, at);
+    for (const t of texts) {
+      if (w.seen.has(t) || !text.includes(t)) continue;
+      w.seen.set(t, at);
+      w.cpuAt.set(t, procStat(child.pid!)?.own ?? NaN);
+    }
   };
   child.stdout!.on('data', onData);
   child.stderr!.on('data', onData);
@@ -189,6 +197,9 @@ async function measureFloor(): Promise<Figures> {
 
 interface ProxyRun extends Figures {
   firstSyncDoneMs: number;
+  /** CPU seconds by the first sync's beginning and by its end (the first full render included). */
+  cpuAtFirstSyncBegun: number;
+  cpuAtFirstSyncDone: number;
   childrenCpuSeconds: number;
   iptables: string;
 }
@@ -211,6 +222,8 @@ async function measureProxy(kubeconfig: string, seconds: number, nodeFlags: stri
     return {
       startMs,
       firstSyncDoneMs,
+      cpuAtFirstSyncBegun: w.cpuAt.get(FIRST_SYNC_BEGUN)!,
+      cpuAtFirstSyncDone: w.cpuAt.get(FIRST_SYNC_DONE)!,
       rssMiB: peakRss(pid) / MiB,
       cpuSeconds: stat.own,
       childrenCpuSeconds: childrenCpu(pid),
@@ -301,7 +314,7 @@ async function inside(ns: string): Promise<void> {
         });
       const run = await measureProxy(cp.kubeconfigPath, seconds, nodeFlags);
       console.log(
-        `  run ${r + 1}: start ${run.startMs.toFixed(0)} ms, first sync done ${run.firstSyncDoneMs.toFixed(0)} ms, RSS ${run.rssMiB.toFixed(1)} MiB, CPU ${run.cpuSeconds.toFixed(2)} s (commands ${run.childrenCpuSeconds.toFixed(2)} s), iptables-${run.iptables}`,
+        `  run ${r + 1}: start ${run.startMs.toFixed(0)} ms, first sync done ${run.firstSyncDoneMs.toFixed(0)} ms, RSS ${run.rssMiB.toFixed(1)} MiB, CPU ${run.cpuSeconds.toFixed(2)} s (${run.cpuAtFirstSyncBegun.toFixed(2)} s by the first sync, ${run.cpuAtFirstSyncDone.toFixed(2)} s by its end; commands ${run.childrenCpuSeconds.toFixed(2)} s), iptables-${run.iptables}`,
       );
       measured.push(run);
     }
@@ -310,6 +323,8 @@ async function inside(ns: string): Promise<void> {
       firstSyncDoneMs: round(median(measured.map((m) => m.firstSyncDoneMs)), 0),
       rssMiB: round(median(measured.map((m) => m.rssMiB)), 1),
       cpuSeconds: round(median(measured.map((m) => m.cpuSeconds)), 2),
+      cpuAtFirstSyncBegun: round(median(measured.map((m) => m.cpuAtFirstSyncBegun)), 2),
+      cpuAtFirstSyncDone: round(median(measured.map((m) => m.cpuAtFirstSyncDone)), 2),
       childrenCpuSeconds: round(median(measured.map((m) => m.childrenCpuSeconds)), 2),
     };
     const rows: [string, string, number, number, number][] = [
@@ -333,7 +348,7 @@ async function inside(ns: string): Promise<void> {
     ].join('\n');
     console.log('\n' + table);
     console.log(
-      `\nfirst sync applied ${proxy.firstSyncDoneMs} ms after spawn; CPU of the commands the proxy ran ${proxy.childrenCpuSeconds} s (iptables-${measured[0]!.iptables})`,
+      `\nfirst sync applied ${proxy.firstSyncDoneMs} ms after spawn; the proxy's CPU ${proxy.cpuAtFirstSyncBegun} s by the first sync's beginning, ${proxy.cpuAtFirstSyncDone} s by its end; CPU of the commands it ran ${proxy.childrenCpuSeconds} s (iptables-${measured[0]!.iptables})`,
     );
     await mkdir(dirname(outFile), { recursive: true });
     const result = {
