@@ -1,7 +1,7 @@
 import { isIPv4 } from 'node:net';
 import { hostname, networkInterfaces } from 'node:os';
 import { dirname, isAbsolute, resolve } from 'node:path';
-import { parseGoDuration as parseGoDurationMs } from '@nodelet/api';
+import { parseGoDuration as parseGoDurationMs } from '@nodelet/api/go-duration';
 import type { Kernel, Logger, PluginSpec } from '@nodelet/kernel';
 import type { ProxyPluginConfig } from '@nodelet/proxy';
 import { intFlag, parseFlags } from './args.js';

@@ -1,10 +1,10 @@
 import { Agent as HttpsAgent, type AgentOptions, type RequestOptions } from 'node:https';
 import * as k8s from '@kubernetes/client-node';
 import type { Pod } from '@nodelet/api';
-import { type Clock, errorMessage } from '@nodelet/kernel';
-import { getJson } from './http-get.js';
+import type { Clock } from '@nodelet/kernel';
+import { resourceOf, toApiError } from './api-errors.js';
+import { getList } from './http-get.js';
 import {
-  ApiError,
   type CertificateSigningRequest,
   type CoreEvent,
   type KubeApi,
@@ -142,25 +142,15 @@ export class ClientNodeApi implements KubeApi {
   }
 
   async list<T>(path: string, options: ListOptions = {}): Promise<ObjectList<T>> {
-    const what = `list ${resourceOf(path)}`;
     await this.limiter.take();
     const url = new URL(this.server.replace(/\/$/, '') + path);
     if (options.labelSelector) url.searchParams.set('labelSelector', options.labelSelector);
     if (options.fieldSelector) url.searchParams.set('fieldSelector', options.fieldSelector);
-    const deadline = this.clock.deadline(this.timeoutMs);
-    try {
+    return getList<T>(this.clock, this.timeoutMs, this.server, url, async () => {
       const request: RequestOptions = {};
       await this.kubeConfig.applyToHTTPSOptions(request);
-      const agent = this.keepAlive(request.agent) ?? request.agent;
-      const response = getJson(url, { ...request, agent, signal: deadline.signal });
-      await this.clock.track(response.then(noop, noop));
-      const list = (await response) as { items?: T[] | null; metadata?: { resourceVersion?: string } };
-      return { items: list.items ?? [], resourceVersion: list.metadata?.resourceVersion ?? '' };
-    } catch (err) {
-      throw toApiError(err, this.server, what);
-    } finally {
-      deadline.cancel();
-    }
+      return { ...request, agent: this.keepAlive(request.agent) ?? request.agent };
+    });
   }
 
   watch<T>(path: string, options: WatchOptions, onEvent: (e: WatchEvent<T>) => void): WatchHandle {
@@ -306,9 +296,6 @@ export class ClientNodeApi implements KubeApi {
   }
 }
 
-/** `services` of `/api/v1/services`, for messages. */
-const resourceOf = (path: string) => path.slice(path.lastIndexOf('/') + 1);
-
 const json = 'application/json';
 const noop = () => undefined;
 const merge = 'application/merge-patch+json';
@@ -330,50 +317,4 @@ export function toWire(value: unknown): unknown {
   return value;
 }
 
-/** client-node's ApiException, a fetch failure or a timeout, as an ApiError naming the request. */
-export function toApiError(err: unknown, server: string, what: string): ApiError {
-  if (err instanceof ApiError) return err;
-  const e = err as { code?: unknown; statusCode?: unknown; body?: unknown; name?: string; type?: string };
-  const code = typeof e.code === 'number' ? e.code : typeof e.statusCode === 'number' ? e.statusCode : 0;
-  if (code > 0) {
-    let status: { reason?: string; message?: string } = {};
-    try {
-      status = typeof e.body === 'string' ? JSON.parse(e.body) : ((e.body as object) ?? {});
-    } catch {
-      status = { message: typeof e.body === 'string' ? e.body.slice(0, 200) : undefined };
-    }
-    const reason = status.reason ?? reasonForCode(code);
-    return new ApiError(code, reason, `${what}: ${status.message || reason} (HTTP ${code})`, status.message);
-  }
-  const timedOut = e.name === 'TimeoutError' || e.name === 'AbortError' || e.type === 'aborted';
-  return new ApiError(
-    0,
-    timedOut ? 'Timeout' : 'Unavailable',
-    timedOut
-      ? `${what}: the API server at ${server} did not answer in time`
-      : `${what}: the API server at ${server} is unreachable: ${errorMessage(err)}`,
-  );
-}
-
-function reasonForCode(code: number): string {
-  switch (code) {
-    case 400:
-      return 'BadRequest';
-    case 401:
-      return 'Unauthorized';
-    case 403:
-      return 'Forbidden';
-    case 404:
-      return 'NotFound';
-    case 409:
-      return 'Conflict';
-    case 410:
-      return 'Gone';
-    case 422:
-      return 'Invalid';
-    case 429:
-      return 'TooManyRequests';
-    default:
-      return code >= 500 ? 'InternalError' : 'Unknown';
-  }
-}
+export { toApiError };

@@ -1,5 +1,8 @@
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest, type RequestOptions } from 'node:https';
+import type { Clock } from '@nodelet/kernel';
+import { resourceOf, toApiError } from './api-errors.js';
+import type { ObjectList } from './kube-api.js';
 
 /**
  * One GET of a JSON document with the TLS options and headers a kubeconfig gave (`applyToHTTPSOptions`):
@@ -28,3 +31,29 @@ export function getJson(url: URL, options: RequestOptions & { signal?: AbortSign
     req.end();
   });
 }
+
+/**
+ * One list: `getJson` under a deadline of `timeoutMs` on the clock, tracked as I/O; the items and the
+ * list's resource version, or an `ApiError` naming the request (`list <resource>`).
+ */
+export async function getList<T>(
+  clock: Clock,
+  timeoutMs: number,
+  server: string,
+  url: URL,
+  options: () => Promise<RequestOptions> | RequestOptions,
+): Promise<ObjectList<T>> {
+  const deadline = clock.deadline(timeoutMs);
+  try {
+    const response = getJson(url, { ...(await options()), signal: deadline.signal });
+    await clock.track(response.then(noop, noop));
+    const list = (await response) as { items?: T[] | null; metadata?: { resourceVersion?: string } };
+    return { items: list.items ?? [], resourceVersion: list.metadata?.resourceVersion ?? '' };
+  } catch (err) {
+    throw toApiError(err, server, `list ${resourceOf(url.pathname)}`);
+  } finally {
+    deadline.cancel();
+  }
+}
+
+const noop = () => undefined;

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import * as k8s from '@kubernetes/client-node';
 import { errorMessage } from '@nodelet/kernel';
+import { checkMaster } from './rest-config.js';
 
 /** Where a client's credentials come from: upstream's `--kubeconfig` and `--master`. */
 export interface KubeconfigSource {
@@ -52,15 +53,6 @@ export function loadKubeConfig(source: string | KubeconfigSource): k8s.KubeConfi
     );
   }
   return kc;
-}
-
-function checkMaster(master: string): void {
-  try {
-    const url = new URL(master);
-    if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new Error('not http(s)');
-  } catch {
-    throw new Error(`--master ${JSON.stringify(master)} is not a URL; write it like https://10.0.0.1:6443`);
-  }
 }
 
 function masterOnly(master: string): k8s.KubeConfig {

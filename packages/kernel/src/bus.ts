@@ -1,4 +1,12 @@
-import { catchError, filter, type Observable, share, Subject, type Subscription, defer, EMPTY } from 'rxjs';
+import type { Observable, Subscription } from 'rxjs';
+// RxJS's root entry loads every operator it has (a tenth of a second and MiBs at every start); the kernel
+// imports the few it uses from the modules the package exports for them.
+import { defer } from 'rxjs/internal/observable/defer';
+import { EMPTY } from 'rxjs/internal/observable/empty';
+import { catchError } from 'rxjs/internal/operators/catchError';
+import { filter } from 'rxjs/internal/operators/filter';
+import { share } from 'rxjs/internal/operators/share';
+import { Subject } from 'rxjs/internal/Subject';
 import type { Clock } from './clock.js';
 import type { EventCatalogue, EventType, NodeletEvent } from './events.js';
 import type { Logger } from './logger.js';

@@ -1,4 +1,7 @@
-import { asyncScheduler, type SchedulerLike, VirtualTimeScheduler } from 'rxjs';
+import type { SchedulerLike } from 'rxjs';
+// From RxJS's own modules, not its root entry, which loads every operator (see bus.ts).
+import { asyncScheduler } from 'rxjs/internal/scheduler/async';
+import { VirtualTimeScheduler } from 'rxjs/internal/scheduler/VirtualTimeScheduler';
 import { type Deadline, startDeadline } from './deadline.js';
 import { type Loop, type LoopOptions, startLoop, type StepResult } from './loop.js';
 

@@ -1,4 +1,4 @@
-import { connectKubeconfig } from '@nodelet/client';
+import { connectListWatch } from '@nodelet/client';
 import { definePlugin } from '@nodelet/kernel';
 import { ApiSource } from './api-source.js';
 import { ProxySourceCapability } from './source.js';
@@ -34,8 +34,9 @@ export const apiSourceConfigSchema = {
 /**
  * The API server as the proxy's source: provides `proxy.source` with an `ApiSource` on the kubeconfig
  * (or master URL) of its configuration. The kubeconfig is read when the kernel links, so a missing or
- * broken file stops the start with a message naming it; @kubernetes/client-node is loaded then, and only
- * for this source (a proxy on files never pays its import).
+ * broken file stops the start with a message naming it. Lists and watches go over node's HTTPS client
+ * (`connectListWatch`); @kubernetes/client-node is loaded only for a kubeconfig that needs it (an exec
+ * credential plugin, an auth provider, a proxy URL).
  */
 export const apiSourcePlugin = definePlugin<ApiSourcePluginConfig>({
   manifest: {
@@ -48,7 +49,7 @@ export const apiSourcePlugin = definePlugin<ApiSourcePluginConfig>({
   },
   async register(ctx) {
     const c = ctx.config;
-    const api = await connectKubeconfig(
+    const api = await connectListWatch(
       {
         ...(c.kubeconfig ? { kubeconfig: c.kubeconfig } : {}),
         ...(c.master ? { master: c.master } : {}),

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
+import { connectListWatch, type ListWatchApi } from '@nodelet/client';
 import { ClientNodeApi, loadKubeConfig } from '@nodelet/client/client-node';
 import { createLogger, definePlugin, Kernel, MemorySink, RealClock } from '@nodelet/kernel';
 import { ApiSource, PROXY_LABEL_SELECTOR } from './api-source.js';
@@ -57,8 +58,11 @@ class ScriptedApi {
     await new Promise((resolve) => this.server.close(resolve));
   }
 
-  client(): ClientNodeApi {
-    return new ClientNodeApi(loadKubeConfig({ master: this.url }), { clock: new RealClock() });
+  /** A client of this server: over client-node, or over node's HTTPS client (what the plugin uses). */
+  async client(kind: ClientKind): Promise<ListWatchApi & { close(): void }> {
+    if (kind === 'client-node')
+      return new ClientNodeApi(loadKubeConfig({ master: this.url }), { clock: new RealClock() });
+    return connectListWatch({ master: this.url }, { clock: new RealClock() });
   }
 
   /** Stores an object (a new resource version) and sends it to open watches. */
@@ -185,12 +189,23 @@ async function until<T>(what: string, probe: () => T, timeoutMs = 5000): Promise
   }
 }
 
-async function setup(t: { teardown: (fn: () => unknown) => void }, nodeName?: string) {
+type ClientKind = 'client-node' | 'https';
+
+/** A scenario run once with each client implementation, the title saying which. */
+function clientTest(
+  title: string,
+  scenario: (t: ExecutionContext, client: ClientKind) => Promise<void>,
+): void {
+  for (const client of ['client-node', 'https'] as const)
+    test(`${title} [${client}]`, (t) => scenario(t, client));
+}
+
+async function setup(t: { teardown: (fn: () => unknown) => void }, client: ClientKind, nodeName?: string) {
   const api = new ScriptedApi();
   await api.start();
   const logs = new MemorySink();
   const source = new ApiSource({
-    api: api.client(),
+    api: await api.client(client),
     clock: new RealClock(),
     logger: createLogger({ sink: logs.sink, level: 'debug' }),
     initialBackoffMs: 20,
@@ -205,57 +220,63 @@ async function setup(t: { teardown: (fn: () => unknown) => void }, nodeName?: st
   return { api, source, logs, rec };
 }
 
-test('lists then watches Services and EndpointSlices with the upstream label selector and bookmarks', async (t) => {
-  const { api, source, rec } = await setup(t);
-  api.put('services', service('web'));
-  api.put('endpointslices', slice('web-abc', 'web', ['10.244.0.5']));
-  await source.start(rec.handler);
-  await until('both watches', () => api.openWatches('services') && api.openWatches('endpointslices'));
-  t.deepEqual(rec.calls.slice().sort(), ['+slice web-abc 10.244.0.5', '+svc web', 'synced']);
-  t.is(rec.calls.at(-1), 'synced', 'synced comes after both initial lists');
-  for (const kind of ['services', 'endpointslices'] as const) {
-    const [list, watch] = api.requests.filter((r) => r.kind === kind);
-    t.is(list?.query.get('labelSelector'), PROXY_LABEL_SELECTOR);
-    t.is(watch?.query.get('labelSelector'), PROXY_LABEL_SELECTOR);
-    t.is(watch?.query.get('allowWatchBookmarks'), 'true');
-    t.is(watch?.query.get('resourceVersion'), '102', 'the watch starts at the list resource version');
-    t.truthy(Number(watch?.query.get('timeoutSeconds')) >= 300);
-  }
-  t.is(PROXY_LABEL_SELECTOR, '!service.kubernetes.io/service-proxy-name,!service.kubernetes.io/headless');
+clientTest(
+  'lists then watches Services and EndpointSlices with the upstream label selector and bookmarks',
+  async (t, client) => {
+    const { api, source, rec } = await setup(t, client);
+    api.put('services', service('web'));
+    api.put('endpointslices', slice('web-abc', 'web', ['10.244.0.5']));
+    await source.start(rec.handler);
+    await until('both watches', () => api.openWatches('services') && api.openWatches('endpointslices'));
+    t.deepEqual(rec.calls.slice().sort(), ['+slice web-abc 10.244.0.5', '+svc web', 'synced']);
+    t.is(rec.calls.at(-1), 'synced', 'synced comes after both initial lists');
+    for (const kind of ['services', 'endpointslices'] as const) {
+      const [list, watch] = api.requests.filter((r) => r.kind === kind);
+      t.is(list?.query.get('labelSelector'), PROXY_LABEL_SELECTOR);
+      t.is(watch?.query.get('labelSelector'), PROXY_LABEL_SELECTOR);
+      t.is(watch?.query.get('allowWatchBookmarks'), 'true');
+      t.is(watch?.query.get('resourceVersion'), '102', 'the watch starts at the list resource version');
+      t.truthy(Number(watch?.query.get('timeoutSeconds')) >= 300);
+    }
+    t.is(PROXY_LABEL_SELECTOR, '!service.kubernetes.io/service-proxy-name,!service.kubernetes.io/headless');
 
-  rec.calls.length = 0;
-  api.put('endpointslices', slice('web-abc', 'web', ['10.244.0.5', '10.244.0.6']));
-  api.put('services', service('db'));
-  api.remove('services', service('web'));
-  await until('three events', () => rec.calls.length >= 3);
-  // Two streams: the order between kinds is not defined, within a kind it is the server's.
-  t.deepEqual(rec.calls.sort(), ['+slice web-abc 10.244.0.5,10.244.0.6', '+svc db', '-svc web']);
-  t.is(rec.synced(), 1);
-});
+    rec.calls.length = 0;
+    api.put('endpointslices', slice('web-abc', 'web', ['10.244.0.5', '10.244.0.6']));
+    api.put('services', service('db'));
+    api.remove('services', service('web'));
+    await until('three events', () => rec.calls.length >= 3);
+    // Two streams: the order between kinds is not defined, within a kind it is the server's.
+    t.deepEqual(rec.calls.sort(), ['+slice web-abc 10.244.0.5,10.244.0.6', '+svc db', '-svc web']);
+    t.is(rec.synced(), 1);
+  },
+);
 
-test('objects of another proxy or of headless services are dropped even when the server ignores the selector', async (t) => {
-  const { api, source, rec } = await setup(t);
-  api.put('services', service('mine'));
-  api.put('services', service('theirs', { 'service.kubernetes.io/service-proxy-name': 'other' }));
-  api.put(
-    'endpointslices',
-    slice('headless-x', 'headless', ['10.244.0.9'], { 'service.kubernetes.io/headless': '' }),
-  );
-  await source.start(rec.handler);
-  await until('synced', () => rec.synced() === 1);
-  t.true(rec.calls.includes('+svc mine'));
-  t.false(rec.calls.includes('+svc theirs'));
-  t.false(rec.calls.some((c) => c.startsWith('+slice headless-x')));
-  // Relabelled to another proxy while watched: the proxy forgets it.
-  await until('the service watch', () => api.openWatches('services'));
-  rec.calls.length = 0;
-  api.put('services', service('mine', { 'service.kubernetes.io/service-proxy-name': 'other' }));
-  await until('the relabelled service', () => rec.calls.length >= 1);
-  t.deepEqual(rec.calls, ['-svc mine']);
-});
+clientTest(
+  'objects of another proxy or of headless services are dropped even when the server ignores the selector',
+  async (t, client) => {
+    const { api, source, rec } = await setup(t, client);
+    api.put('services', service('mine'));
+    api.put('services', service('theirs', { 'service.kubernetes.io/service-proxy-name': 'other' }));
+    api.put(
+      'endpointslices',
+      slice('headless-x', 'headless', ['10.244.0.9'], { 'service.kubernetes.io/headless': '' }),
+    );
+    await source.start(rec.handler);
+    await until('synced', () => rec.synced() === 1);
+    t.true(rec.calls.includes('+svc mine'));
+    t.false(rec.calls.includes('+svc theirs'));
+    t.false(rec.calls.some((c) => c.startsWith('+slice headless-x')));
+    // Relabelled to another proxy while watched: the proxy forgets it.
+    await until('the service watch', () => api.openWatches('services'));
+    rec.calls.length = 0;
+    api.put('services', service('mine', { 'service.kubernetes.io/service-proxy-name': 'other' }));
+    await until('the relabelled service', () => rec.calls.length >= 1);
+    t.deepEqual(rec.calls, ['-svc mine']);
+  },
+);
 
-test('a bookmark moves the resource version a resumed watch starts from', async (t) => {
-  const { api, source, rec } = await setup(t);
+clientTest('a bookmark moves the resource version a resumed watch starts from', async (t, client) => {
+  const { api, source, rec } = await setup(t, client);
   await source.start(rec.handler);
   await until('the service watch', () => api.openWatches('services'));
   api.send('services', {
@@ -274,52 +295,58 @@ test('a bookmark moves the resource version a resumed watch starts from', async 
   t.deepEqual(rec.calls, ['synced']);
 });
 
-test('410 Gone lists again; what vanished meanwhile is deleted, what stayed is not re-sent', async (t) => {
-  const { api, source, rec } = await setup(t);
-  api.put('services', service('a'));
-  api.put('services', service('b'));
-  await source.start(rec.handler);
-  await until('the service watch', () => api.openWatches('services'));
-  rec.calls.length = 0;
-  // The server compacted past our version: the watch answers 410, history is lost (b vanished, c came).
-  api.objects.services.delete('default/b');
-  const c = service('c');
-  c.metadata!.resourceVersion = String(++api.rv);
-  api.objects.services.set('default/c', c);
-  api.send('services', {
-    type: 'ERROR',
-    object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' },
-  });
-  api.endWatches('services');
-  await until('the relist', () => source.lists.Service === 2);
-  await until('two changes', () => rec.calls.length >= 2);
-  t.deepEqual(rec.calls.sort(), ['+svc c', '-svc b']);
-  t.is(rec.synced(), 1, 'synced is said once');
-});
+clientTest(
+  '410 Gone lists again; what vanished meanwhile is deleted, what stayed is not re-sent',
+  async (t, client) => {
+    const { api, source, rec } = await setup(t, client);
+    api.put('services', service('a'));
+    api.put('services', service('b'));
+    await source.start(rec.handler);
+    await until('the service watch', () => api.openWatches('services'));
+    rec.calls.length = 0;
+    // The server compacted past our version: the watch answers 410, history is lost (b vanished, c came).
+    api.objects.services.delete('default/b');
+    const c = service('c');
+    c.metadata!.resourceVersion = String(++api.rv);
+    api.objects.services.set('default/c', c);
+    api.send('services', {
+      type: 'ERROR',
+      object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old resource version' },
+    });
+    api.endWatches('services');
+    await until('the relist', () => source.lists.Service === 2);
+    await until('two changes', () => rec.calls.length >= 2);
+    t.deepEqual(rec.calls.sort(), ['+svc c', '-svc b']);
+    t.is(rec.synced(), 1, 'synced is said once');
+  },
+);
 
-test('a failed list or watch is retried with backoff, logged one line each, and nothing is lost', async (t) => {
-  const { api, source, rec, logs } = await setup(t);
-  api.put('services', service('web'));
-  api.failNext.services.push(500, 503);
-  await source.start(rec.handler);
-  await until('synced', () => rec.synced() === 1);
-  t.true(rec.calls.includes('+svc web'));
-  const lines = logs.lines().filter((l) => l.includes('listing or watching Services failed; retrying'));
-  t.is(lines.length, 2);
-  t.regex(lines[0]!, /err="HTTP 500: scripted failure 500"/);
-  t.regex(lines[1]!, /retryAfterMs=40/, 'the wait doubles');
-  // A watch refused (the server restarting) is retried from the same resource version.
-  api.failNext.services.push(500);
-  const lists = source.lists.Service;
-  api.endWatches('services');
-  await until('the watch back', () => api.openWatches('services'));
-  t.is(source.lists.Service, lists, 'resumed without a relist');
-  api.put('services', service('later'));
-  await until('the new service', () => rec.calls.includes('+svc later'));
-});
+clientTest(
+  'a failed list or watch is retried with backoff, logged one line each, and nothing is lost',
+  async (t, client) => {
+    const { api, source, rec, logs } = await setup(t, client);
+    api.put('services', service('web'));
+    api.failNext.services.push(500, 503);
+    await source.start(rec.handler);
+    await until('synced', () => rec.synced() === 1);
+    t.true(rec.calls.includes('+svc web'));
+    const lines = logs.lines().filter((l) => l.includes('listing or watching Services failed; retrying'));
+    t.is(lines.length, 2);
+    t.regex(lines[0]!, /err="HTTP 500: scripted failure 500"/);
+    t.regex(lines[1]!, /retryAfterMs=40/, 'the wait doubles');
+    // A watch refused (the server restarting) is retried from the same resource version.
+    api.failNext.services.push(500);
+    const lists = source.lists.Service;
+    api.endWatches('services');
+    await until('the watch back', () => api.openWatches('services'));
+    t.is(source.lists.Service, lists, 'resumed without a relist');
+    api.put('services', service('later'));
+    await until('the new service', () => rec.calls.includes('+svc later'));
+  },
+);
 
-test('a server that ends every watch at once is not hammered', async (t) => {
-  const { api, source, rec } = await setup(t);
+clientTest('a server that ends every watch at once is not hammered', async (t, client) => {
+  const { api, source, rec } = await setup(t, client);
   api.closeAtOnce.add('services');
   await source.start(rec.handler);
   await until('synced', () => rec.synced() === 1);
@@ -332,27 +359,33 @@ test('a server that ends every watch at once is not hammered', async (t) => {
   t.true(Date.now() - started >= 200, `${Date.now() - started} ms for 5 attempts`);
 });
 
-test("this node's topology labels are handed over when they change, not on every status update", async (t) => {
-  const { api, source, rec } = await setup(t, 'node-a');
-  const node = (zone: string) => ({
-    kind: 'Node',
-    metadata: {
-      name: 'node-a',
-      labels: { 'topology.kubernetes.io/zone': zone, 'kubernetes.io/hostname': 'node-a' },
-    },
-    status: { conditions: [] },
-  });
-  api.put('nodes', node('z1'));
-  await source.start(rec.handler);
-  await until('the node watch', () => api.openWatches('nodes'));
-  const req = api.requests.find((r) => r.kind === 'nodes' && r.watch);
-  t.is(req?.query.get('fieldSelector'), 'metadata.name=node-a');
-  await until('labels', () => rec.labels.length === 1);
-  api.put('nodes', { ...node('z1'), status: { conditions: [{ type: 'Ready' }] } });
-  api.put('nodes', node('z2'));
-  await until('new labels', () => rec.labels.length === 2);
-  t.deepEqual(rec.labels, [{ 'topology.kubernetes.io/zone': 'z1' }, { 'topology.kubernetes.io/zone': 'z2' }]);
-});
+clientTest(
+  "this node's topology labels are handed over when they change, not on every status update",
+  async (t, client) => {
+    const { api, source, rec } = await setup(t, client, 'node-a');
+    const node = (zone: string) => ({
+      kind: 'Node',
+      metadata: {
+        name: 'node-a',
+        labels: { 'topology.kubernetes.io/zone': zone, 'kubernetes.io/hostname': 'node-a' },
+      },
+      status: { conditions: [] },
+    });
+    api.put('nodes', node('z1'));
+    await source.start(rec.handler);
+    await until('the node watch', () => api.openWatches('nodes'));
+    const req = api.requests.find((r) => r.kind === 'nodes' && r.watch);
+    t.is(req?.query.get('fieldSelector'), 'metadata.name=node-a');
+    await until('labels', () => rec.labels.length === 1);
+    api.put('nodes', { ...node('z1'), status: { conditions: [{ type: 'Ready' }] } });
+    api.put('nodes', node('z2'));
+    await until('new labels', () => rec.labels.length === 2);
+    t.deepEqual(rec.labels, [
+      { 'topology.kubernetes.io/zone': 'z1' },
+      { 'topology.kubernetes.io/zone': 'z2' },
+    ]);
+  },
+);
 
 test('as plugins: the proxy syncs what the API source lists, takes the node topology labels, refuses a bad slice once', async (t) => {
   const api = new ScriptedApi();

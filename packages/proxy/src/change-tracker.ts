@@ -1,6 +1,8 @@
-import { formatFieldError } from '@nodelet/api';
+// The one module of @nodelet/api the proxy needs, not its entry (every schema and printer of the API).
+import { formatFieldError } from '@nodelet/api/field-error';
 import type { EventBus, Logger } from '@nodelet/kernel';
 import { endpointPortKey, mergeSlices } from './endpoints.js';
+import { jsonEqual, jsonFingerprint } from './json-equal.js';
 import { type EndpointSlice, namespacedName, type Service, sliceServiceName } from './objects.js';
 import { type ServicePortInfo, servicePortsOf } from './service-port.js';
 import type { ChangeSet, NodeContext, ProxyState, ServicePortState } from './state.js';
@@ -9,12 +11,12 @@ import { isProxiedService, validateEndpointSlice, validateService } from './vali
 
 interface TrackedService {
   ports: ServicePortInfo[];
-  content: string;
 }
 
 interface TrackedSlice {
   slice: EndpointSlice;
   service: string;
+  /** `jsonFingerprint` of what rules are made from (service, address type, endpoints, ports). */
   content: string;
 }
 
@@ -35,7 +37,6 @@ export class ChangeTracker {
   private readonly rejected = new Map<string, string>();
   private readonly dirty = new Set<string>();
   private readonly current = new Map<string, ServicePortState>();
-  private readonly currentJson = new Map<string, string>();
   private readonly portsByService = new Map<string, string[]>();
 
   constructor(
@@ -79,10 +80,9 @@ export class ChangeTracker {
         });
       }
     }
-    const content = JSON.stringify(ports);
     const prev = this.services.get(key);
-    if (prev && prev.content === content) return false;
-    this.services.set(key, { ports, content });
+    if (prev && jsonEqual(prev.ports, ports)) return false;
+    this.services.set(key, { ports });
     this.markDirty(key, 'service');
     return true;
   }
@@ -105,7 +105,7 @@ export class ChangeTracker {
     }
     this.rejected.delete(`EndpointSlice ${key}`);
     const service = sliceServiceName(slice)!;
-    const content = JSON.stringify([service, slice.addressType, slice.endpoints ?? [], slice.ports ?? []]);
+    const content = jsonFingerprint([service, slice.addressType, slice.endpoints ?? [], slice.ports ?? []]);
     const prev = this.slices.get(key);
     if (prev && prev.content === content) return false;
     if (prev && prev.service !== service) this.removeSlice(key, prev);
@@ -142,11 +142,10 @@ export class ChangeTracker {
         const eps = endpoints.get(endpointPortKey(info.portName, info.protocol)) ?? [];
         const cat = categorizeEndpoints(eps, info, this.node.topologyLabels);
         const state: ServicePortState = { ...info, endpoints: eps, ...cat };
-        const json = JSON.stringify(state);
         names.push(info.name);
-        if (this.currentJson.get(info.name) !== json) {
+        // `current` holds states this tracker made, so comparing with them is safe.
+        if (!jsonEqual(this.current.get(info.name), state)) {
           this.current.set(info.name, state);
-          this.currentJson.set(info.name, json);
           updated.add(info.name);
           services.add(key);
         }
@@ -154,7 +153,6 @@ export class ChangeTracker {
       for (const old of this.portsByService.get(key) ?? []) {
         if (!names.includes(old)) {
           this.current.delete(old);
-          this.currentJson.delete(old);
           removed.add(old);
           services.add(key);
         }

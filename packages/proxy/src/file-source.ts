@@ -2,7 +2,12 @@ import { type FSWatcher, watch } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { extname, join } from 'node:path';
 import type { Clock, Logger } from '@nodelet/kernel';
-import { debounceTime, interval, merge, Subject, type Subscription } from 'rxjs';
+import type { Subscription } from 'rxjs';
+// From RxJS's own modules, not its root entry, which loads every operator at every start of the proxy.
+import { interval } from 'rxjs/internal/observable/interval';
+import { merge } from 'rxjs/internal/observable/merge';
+import { debounceTime } from 'rxjs/internal/operators/debounceTime';
+import { Subject } from 'rxjs/internal/Subject';
 import { parseAllDocuments } from 'yaml';
 import { type EndpointSlice, isEndpointSlice, isService, type Service } from './objects.js';
 import type { ProxySource, ProxySourceHandler } from './source.js';

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 const BASE32 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ234567';
 
@@ -35,7 +35,9 @@ export function hashName(text: string, length = 16): string {
   let hit = cache.get(key);
   if (hit === undefined) {
     if (cache.size >= CACHE_LIMIT) cache.clear();
-    hit = base32(createHash('sha256').update(text).digest()).slice(0, length);
+    // Base32 turns each 5 bytes into 8 characters: the digest's first bytes give the first characters.
+    const digest = hash('sha256', text, 'buffer');
+    hit = base32(digest.subarray(0, Math.ceil(length / 8) * 5)).slice(0, length);
     cache.set(key, hit);
   }
   return hit;

@@ -122,14 +122,16 @@ export class Proxier {
       const info = await this.healthz.listen(host, port);
       this.healthzInfo = { address: info.address, port: info.port };
     }
-    // Before the source lists (which takes a while): the backend starts what its first sync will use.
-    await this.deps.backend.prepare?.().catch((err: Error) =>
+    // While the source lists (which takes a while), the backend starts what its first sync will use
+    // (the iptables back end's detection, a shell for the first restore); a sync that begins before
+    // that is done waits for it in the backend.
+    const prepared = this.deps.backend.prepare?.().catch((err: Error) =>
       this.deps.logger.warn('preparing the proxy backend failed; its syncs will retry', {
         err: err.message,
       }),
     );
     if (this.initialized) this.runner.start();
-    await this.deps.source?.start(this.handler);
+    await Promise.all([prepared, this.deps.source?.start(this.handler)]);
   }
 
   /** Stops syncing, the source and healthz. Kernel rules stay in force, as upstream. */

@@ -5,7 +5,7 @@ import {
   fieldInvalid,
   fieldNotSupported,
   fieldRequired,
-} from '@nodelet/api';
+} from '@nodelet/api/field-error';
 import { type EndpointSlice, SERVICE_NAME_LABEL, type Service } from './objects.js';
 
 /**

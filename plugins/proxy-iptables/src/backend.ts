@@ -69,6 +69,7 @@ export class IptablesBackend implements ProxyBackend {
   private readonly runner: CommandRunner;
   private readonly renderer = new IptablesRenderer();
   private ipt: Iptables | undefined;
+  private detecting: Promise<Iptables> | undefined;
   /** Whether a standby shell is kept ready for the next sync (between `prepare` and `stop`). */
   private standby = false;
 
@@ -81,8 +82,16 @@ export class IptablesBackend implements ProxyBackend {
     return (await this.tools()).mode;
   }
 
-  private async tools(): Promise<Iptables> {
-    if (this.ipt) return this.ipt;
+  /** The back end in use; one detection even when a sync asks while `prepare` is still detecting. */
+  private tools(): Promise<Iptables> {
+    this.detecting ??= this.detect().catch((err: unknown) => {
+      this.detecting = undefined;
+      throw err;
+    });
+    return this.detecting;
+  }
+
+  private async detect(): Promise<Iptables> {
     const choice = this.options.backend ?? 'auto';
     let mode: IptablesMode;
     if (choice === 'auto') {
