@@ -31,13 +31,14 @@ async function serve(t: ExecutionContext, args: string[]) {
   t.teardown(() => {
     if (!exited) child.kill('SIGKILL');
   });
+  // 45 s: starting took up to 11.5 s on a loaded 2-core machine (NODELET_WAIT_LOG); 3× that.
   const address = await pollUntil(
     'nodelet cri serve to serve',
     async () => {
       if (exited) throw new Error(`nodelet cri serve exited:\n${stderr}`);
       return /^serving CRI v1 \(runtime [^)]+\) on (\S+)$/m.exec(stdout)?.[1];
     },
-    { timeoutMs: 15_000, intervalMs: 50, describe: () => stdout + stderr },
+    { timeoutMs: 45_000, intervalMs: 50, describe: () => stdout + stderr },
   );
   return {
     address,

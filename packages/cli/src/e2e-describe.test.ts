@@ -32,10 +32,11 @@ test('describe pod: probes, READY 0/1 from readiness, restarts and events from l
   const k = await KubeletProcess.start(t);
   k.writeManifest('probed.yaml', manifest);
 
+  // 60 s: on two cores busy with other work this step took over 15 s (NODELET_WAIT_LOG); 3× that is 45+.
   const row = await pollUntil(
     'probed-node1 to be restarted by its liveness probe',
     async () => (await k.rows()).find((r) => r.NAME === 'probed-node1' && /^[1-9]/.test(r.RESTARTS ?? '')),
-    { timeoutMs: 15_000, intervalMs: 200 },
+    { timeoutMs: 60_000, intervalMs: 200 },
   );
   t.is(row.READY, '0/1', 'readiness keeps it unready');
 
