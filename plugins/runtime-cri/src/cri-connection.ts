@@ -109,7 +109,16 @@ export class CriConnection {
     // grpc-js: "No connection established. Last error: Error: connect ENOENT /run/x.sock. Resolution note: "
     const dial =
       /^No connection established\. Last error: (?:Error: )?(.*?)\.?(?: Resolution note:.*)?$/s.exec(message);
-    if (!dial) return err;
+    // A call the runtime dropped mid-way (it was killed or restarted): "read ECONNRESET", "write EPIPE".
+    if (!dial) {
+      return new NodeletError(
+        'Unavailable',
+        `lost the connection to the container runtime at ${this.endpoint}: ${message}`,
+        {
+          cause: err,
+        },
+      );
+    }
     return new NodeletError(
       'Unavailable',
       `cannot connect to the container runtime at ${this.endpoint}: ${dial[1]}`,
