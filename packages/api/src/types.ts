@@ -17,6 +17,14 @@ export type Probe = Wire<k8s.V1Probe>;
 export type ResourceRequirements = Wire<k8s.V1ResourceRequirements>;
 export type PodList = Wire<k8s.V1PodList>;
 export type OwnerReference = Wire<k8s.V1OwnerReference>;
+export type ConfigMap = Wire<k8s.V1ConfigMap>;
+export type Secret = Wire<k8s.V1Secret>;
+export type ServiceAccount = Wire<k8s.V1ServiceAccount>;
+export type TokenRequest = Wire<k8s.AuthenticationV1TokenRequest>;
+export type TokenRequestSpec = Wire<k8s.V1TokenRequestSpec>;
+export type TokenRequestStatus = Wire<k8s.V1TokenRequestStatus>;
+export type TokenReview = Wire<k8s.V1TokenReview>;
+export type Service = Wire<k8s.V1Service>;
 
 export type PodPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Unknown';
 export type RestartPolicy = 'Always' | 'OnFailure' | 'Never';
