@@ -33,13 +33,15 @@ import {
 
 /**
  * The built-in handlers against real servers on 127.0.0.1, on the real clock: every server is closed in
- * teardown, every wait is bounded by the probe's own timeout.
+ * teardown, every wait is bounded by the probe's own timeout. Probes that must succeed get 30 s: on a loaded
+ * 2-core machine a TLS handshake or a redirect took over 1 s; the timeout rules are tested on the virtual
+ * clock (timeout.test.ts) and here only with a server that never answers.
  */
 
 const clock = new RealClock();
 const logger = createLogger({ sink: () => {} });
 
-function ctx(probe: Probe, container: Partial<Container> = {}, timeoutMs = 1000): ProbeContext {
+function ctx(probe: Probe, container: Partial<Container> = {}, timeoutMs = 30_000): ProbeContext {
   return {
     probeType: 'readiness',
     probe,
