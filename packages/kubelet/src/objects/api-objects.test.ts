@@ -202,3 +202,38 @@ test('services: an API pod fails with upstream words when they cannot be listed;
   t.deepEqual(await objects.servicesFor(staticPod), []);
   objects.stop();
 });
+
+test('pods registered before the API connection: reads say so, then start their watches once it exists', async (t) => {
+  const clock = new VirtualClock();
+  const api = new FakeKubeApi();
+  let connected = false;
+  const logger = createLogger({ sink: new MemorySink().sink });
+  const objects = new ApiPodObjects({ api: () => (connected ? api : undefined), clock, logger });
+  api.put(CM, { metadata: { name: 'cfg' }, data: { k: 'v' } });
+  api.put(SERVICES, {
+    metadata: { name: 'kubernetes' },
+    spec: { clusterIP: '10.96.0.1', ports: [{ port: 443 }] },
+  });
+  const staticPod: Pod = {
+    ...pod(envFromConfigMap('cfg')),
+    metadata: {
+      name: 'static',
+      namespace: 'default',
+      uid: 'static-uid',
+      annotations: { 'kubernetes.io/config.source': 'file' },
+    },
+  };
+  objects.registerPod(staticPod);
+  await clock.advance(0);
+  await t.throwsAsync(objects.getConfigMap('default', 'cfg'), {
+    message: "couldn't get configmap default/cfg: the kubelet is not connected to the API server yet",
+  });
+  t.deepEqual(await objects.servicesFor(staticPod), []);
+  connected = true;
+  const read = objects.getConfigMap('default', 'cfg');
+  t.deepEqual(await objects.servicesFor(staticPod), [], 'a static pod does not wait');
+  await clock.advance(0);
+  t.deepEqual((await read).data, { k: 'v' });
+  t.is((await objects.servicesFor(staticPod)).length, 1, 'the Services are watched now');
+  objects.stop();
+});

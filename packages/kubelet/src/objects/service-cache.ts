@@ -69,10 +69,12 @@ export class ServiceCache {
     const out: Service[] = [];
     for (const ns of ServiceCache.namespacesOf(namespace, enableServiceLinks)) {
       const watch = this.namespaces.get(ns);
+      // Started here too: a pod registered before the API connection existed had nothing to start it.
+      const started = watch?.start() ?? false;
       if (!isStatic) {
-        if (!watch?.start()) throw notYetRead();
+        if (!started) throw notYetRead();
         try {
-          await watch.waitSynced(this.syncTimeoutMs, 'services');
+          await watch!.waitSynced(this.syncTimeoutMs, 'services');
         } catch {
           throw notYetRead();
         }
