@@ -184,3 +184,33 @@ test('a deleted pod releases its references: the watches of its objects stop', a
   await h.clock.advanceUntil(() => h.api.watchedSelectors(CM).length === 0, { stepMs: 100, maxMs: 5_000 });
   t.pass();
 });
+
+test('bad input: an unknown fieldPath, a 2 MiB value: the container waits with a message naming it; other pods run', async (t) => {
+  const h = await startCluster();
+  t.teardown(() => h.kubelet.stop());
+  await h.clock.advance(1_000);
+  h.api.put(CM, { metadata: { name: 'huge' }, data: { BLOB: 'x'.repeat(2 * 1024 * 1024) } });
+  await h.api.createPod(
+    withEnv('phase', [{ name: 'PHASE', valueFrom: { fieldRef: { fieldPath: 'status.phase' } } }]),
+  );
+  await h.api.createPod(withEnv('blob', [], { envFrom: [{ configMapRef: { name: 'huge' } }] }));
+  await h.api.createPod(
+    withEnv('fine', [{ name: 'NAME', valueFrom: { fieldRef: { fieldPath: 'metadata.name' } } }]),
+  );
+  await h.clock.advanceUntil(
+    () =>
+      apiStatus(h, 'fine')?.phase === 'Running' &&
+      waitingOf(h, 'phase')?.reason === 'CreateContainerConfigError' &&
+      waitingOf(h, 'blob')?.reason === 'CreateContainerConfigError',
+    { stepMs: 100, maxMs: 5_000 },
+  );
+  t.regex(
+    waitingOf(h, 'phase')!.message!,
+    /^container "main": env "PHASE": valueFrom\.fieldRef: fieldPath "status\.phase" is not supported in an env var/,
+  );
+  t.regex(
+    waitingOf(h, 'blob')!.message!,
+    /^container "main": env "BLOB" \(envFrom configMap default\/huge key "BLOB"\): the variable is 2097158 bytes, more than/,
+  );
+  t.is((await containerEnv(h, 'fine')).NAME, 'fine');
+});
