@@ -122,7 +122,7 @@ function labelValueErrors(value: string): string[] {
 }
 
 /** Kubernetes 1.34 accepts any printable ASCII character except '=' in an environment variable name. */
-function envVarNameErrors(value: string): string[] {
+export function envVarNameErrors(value: string): string[] {
   return /^[\x20-\x3c\x3e-\x7e]+$/.test(value)
     ? []
     : ["a valid environment variable name must consist only of printable ASCII characters other than '='"];

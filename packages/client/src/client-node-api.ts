@@ -1,6 +1,6 @@
 import { Agent as HttpsAgent, type AgentOptions, type RequestOptions } from 'node:https';
 import * as k8s from '@kubernetes/client-node';
-import type { Pod } from '@nodelet/api';
+import type { ConfigMap, Pod, Secret, TokenRequest } from '@nodelet/api';
 import type { Clock } from '@nodelet/kernel';
 import { resourceOf, toApiError } from './api-errors.js';
 import { getList } from './http-get.js';
@@ -253,6 +253,25 @@ export class ClientNodeApi implements KubeApi {
   getCertificateSigningRequest(name: string): Promise<CertificateSigningRequest> {
     return this.call(`get certificatesigningrequest ${name}`, (o) =>
       this.certificates.readCertificateSigningRequest({ name }, o),
+    );
+  }
+
+  getConfigMap(namespace: string, name: string): Promise<ConfigMap> {
+    return this.call(`get configmap ${namespace}/${name}`, (o) =>
+      this.core.readNamespacedConfigMap({ namespace, name }, o),
+    );
+  }
+
+  getSecret(namespace: string, name: string): Promise<Secret> {
+    return this.call(`get secret ${namespace}/${name}`, (o) =>
+      this.core.readNamespacedSecret({ namespace, name }, o),
+    );
+  }
+
+  createServiceAccountToken(namespace: string, name: string, request: TokenRequest): Promise<TokenRequest> {
+    const body = { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', ...request };
+    return this.call(`create token of serviceaccount ${namespace}/${name}`, (o) =>
+      this.core.createNamespacedServiceAccountToken({ namespace, name, body: body as any }, o),
     );
   }
 

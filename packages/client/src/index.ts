@@ -8,3 +8,4 @@ export * from './rate-limiter.js';
 export * from './merge-patch.js';
 export * from './reflector.js';
 export * from './informer.js';
+export * from './core-objects.js';

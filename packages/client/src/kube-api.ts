@@ -1,9 +1,9 @@
 import type * as k8s from '@kubernetes/client-node';
-import type { Pod, Wire } from '@nodelet/api';
+import type { ConfigMap, Pod, Secret, TokenRequest, Wire } from '@nodelet/api';
 
 /**
- * The API server as nodelet uses it: the few calls the kubelet makes (node, lease, pods, events, CSRs)
- * and a generic list + watch (what a `Reflector` needs: the proxy's Services, EndpointSlices and Node),
+ * The API server as nodelet uses it: the few calls the kubelet makes (node, lease, pods, events, CSRs,
+ * the ConfigMaps, Secrets and service-account tokens its pods reference) and a generic list + watch (what a `Reflector` needs: the proxy's Services, EndpointSlices and Node),
  * on plain JSON objects, with a typed error crossing the boundary so callers decide retry vs give up.
  * `ClientNodeApi` implements it with @kubernetes/client-node (a real cluster or `nodelet up`, by
  * kubeconfig); `FakeKubeApi` (`@nodelet/client/testing`) keeps objects in memory, so the kubelet's and
@@ -100,6 +100,15 @@ export interface KubeApi extends ListWatchApi {
 
   createCertificateSigningRequest(csr: CertificateSigningRequest): Promise<CertificateSigningRequest>;
   getCertificateSigningRequest(name: string): Promise<CertificateSigningRequest>;
+
+  getConfigMap(namespace: string, name: string): Promise<ConfigMap>;
+  /** A Secret as the API returns it: `data` values base64-encoded. */
+  getSecret(namespace: string, name: string): Promise<Secret>;
+  /**
+   * A token of the service account (`POST /api/v1/namespaces/<ns>/serviceaccounts/<name>/token`, an
+   * authentication.k8s.io/v1 TokenRequest): the answer's `status` holds the token and its expiry.
+   */
+  createServiceAccountToken(namespace: string, name: string, request: TokenRequest): Promise<TokenRequest>;
 }
 
 /**

@@ -2,6 +2,7 @@ import { hostname, totalmem } from 'node:os';
 import type { Pod, PodList } from '@nodelet/api';
 import type { ImageService, RuntimeService } from '@nodelet/cri';
 import type { Clock, EventBus, Logger } from '@nodelet/kernel';
+import type { PodObjects } from '@nodelet/volume';
 import type { Subscription } from 'rxjs';
 import { admissionNode, type AdmissionNode, PodAdmission, rejectedStatus } from './admission.js';
 import { type ApiServerOptions, NodeAgent } from './apiserver/index.js';
@@ -10,6 +11,7 @@ import { FileSource, PodConfig, type PodSource, UrlSource } from './config/index
 import { Housekeeping } from './housekeeping.js';
 import { ImagePuller } from './image-puller.js';
 import { KubeRuntime, RuntimeGarbageCollector } from './kuberuntime/index.js';
+import { type KubeletObjects, kubeletObjects } from './objects/index.js';
 import { GenericPleg } from './pleg.js';
 import type { ProbeVerdicts } from './pod-actions.js';
 import { isStaticPod, PodManager } from './pod-manager.js';
@@ -68,6 +70,8 @@ export interface KubeletDeps {
   probes?: ProbeVerdicts;
   /** Probe handlers besides the built-in ones (the `probe.handler` capability's providers). */
   probeHandlers?: ProbeHandler[];
+  /** The API objects pods reference (default: from the API server when joined, else none). */
+  objects?: PodObjects;
 }
 
 export class Kubelet {
@@ -85,6 +89,9 @@ export class Kubelet {
   readonly nodeAgent?: NodeAgent;
   /** What is known of the runtime between reads (shared by PLEG and KubeRuntime). */
   readonly runtimeCache = new RuntimeCache();
+  /** The ConfigMaps, Secrets, Services and tokens pods reference: one view, for all that read them. */
+  readonly objects: PodObjects;
+  private readonly podObjects: KubeletObjects;
   private readonly podSync: PodSync;
   private readonly admission: PodAdmission;
   /** The node as admission sees it without an API server (read once: the host does not change). */
@@ -102,8 +109,21 @@ export class Kubelet {
     this.logger = deps.logger;
     this.clock = clock;
     this.startedAt = clock.now();
+    this.podObjects = kubeletObjects({
+      given: deps.objects,
+      joined: !!options.apiServer,
+      api: () => this.nodeAgent?.api,
+      clock,
+      logger: this.logger.child('objects'),
+    });
+    this.objects = this.podObjects.objects;
+    if (this.podObjects.registry) this.podManager.setRegistry(this.podObjects.registry);
     const puller = new ImagePuller(deps.images, clock, this.logger.child('images'), { bus });
     this.kubeRuntime = new KubeRuntime(runtime, puller, new VolumeManager(options.rootDir), {
+      objects: this.objects,
+      services: this.podObjects.services,
+      allocatable: () => this.admissionNode().allocatable,
+      bus,
       nodeName: options.nodeName,
       podLogsDir: options.podLogsDir,
       memoryCapacityBytes: options.memoryCapacityBytes ?? totalmem(),
@@ -223,6 +243,7 @@ export class Kubelet {
     this.prober.stop();
     this.workers.stop();
     await this.workers.whenIdle();
+    this.podObjects.stop();
   }
 
   /** One housekeeping pass (the sync loop runs one every `housekeepingPeriodMs`). */

@@ -12,6 +12,16 @@ import { rfc3339 } from './pod-status.js';
  * Static pods (file and URL sources) have a mirror pod in the API server when the node is joined to
  * one; `mirrorPodOf`/`staticPodOf` map one to the other by full name (`namespace/name`).
  */
+/**
+ * Told of each new version of a desired pod and of a pod no longer desired (upstream: the pod manager
+ * registers pods with the secret and configmap managers), so the objects pods reference are watched
+ * while they do.
+ */
+export interface PodRegistry {
+  registerPod(pod: Pod): void;
+  unregisterPod(pod: Pod): void;
+}
+
 export class PodManager {
   /** Desired pods by UID. */
   private readonly desired = new Map<string, Pod>();
@@ -24,6 +34,12 @@ export class PodManager {
   /** Pods admission rejected, listed (Failed) until their source removes them. */
   private readonly rejected = new Map<string, Pod>();
   private mirrorPods: () => ReadonlyMap<string, Pod> = () => new Map();
+  private registry?: PodRegistry;
+
+  /** Where desired pods are registered (the kubelet's API objects). */
+  setRegistry(registry: PodRegistry): void {
+    this.registry = registry;
+  }
 
   get(uid: string): Pod | undefined {
     return this.desired.get(uid);
@@ -36,6 +52,7 @@ export class PodManager {
   /** A source's newest version of a desired pod. */
   set(pod: Pod): void {
     this.desired.set(pod.metadata!.uid!, pod);
+    this.registry?.registerPod(pod);
   }
 
   isFinished(uid: string): boolean {
@@ -56,7 +73,7 @@ export class PodManager {
   remove(pod: Pod): { pod: Pod; wasFinished: boolean } {
     const uid = pod.metadata!.uid!;
     const known = this.desired.get(uid) ?? pod;
-    this.desired.delete(uid);
+    if (this.desired.delete(uid)) this.registry?.unregisterPod(known);
     this.rejected.delete(uid);
     return { pod: known, wasFinished: this.finished.delete(uid) };
   }
@@ -71,8 +88,10 @@ export class PodManager {
   /** The pod's worker terminated it and cleaned up. */
   terminated(uid: string): void {
     // A pod deleted in the API stays there until the kubelet's final delete: it must not start again.
-    if (this.desired.get(uid)?.metadata?.deletionTimestamp) {
+    const deleted = this.desired.get(uid);
+    if (deleted?.metadata?.deletionTimestamp) {
       this.desired.delete(uid);
+      this.registry?.unregisterPod(deleted);
       this.finished.add(uid);
     }
     this.terminating.delete(uid);

@@ -1,9 +1,10 @@
 // Test support: an in-memory API server behind the KubeApi interface, so the kubelet's node agent and
 // the proxy's API source run under virtual time, deterministically. It keeps resource versions, answers
 // lists and watches of any collection path (with selectors, bookmarks and 410 Gone after `compact()`),
-// deletes pods gracefully as an API server does, and can be taken down (`down = true`) to simulate an
-// outage.
-import type { Pod } from '@nodelet/api';
+// deletes pods gracefully as an API server does, issues service-account tokens (deterministic, expiring
+// by `now`), and can be taken down (`down = true`) to simulate an outage. A namespaced path
+// (`/api/v1/namespaces/<ns>/configmaps`) is the cluster-wide collection seen through that namespace.
+import type { ConfigMap, Pod, Secret, TokenRequest } from '@nodelet/api';
 import {
   ApiError,
   type CertificateSigningRequest,
@@ -15,6 +16,7 @@ import {
   type ObjectList,
   objectRef,
   type PodListResult,
+  rfc3339Seconds,
   type WatchEvent,
   type WatchHandle,
   type WatchOptions,
@@ -23,14 +25,29 @@ import { mergePatch } from '../merge-patch.js';
 import { selectorMatcher } from './selectors.js';
 
 interface Watcher {
+  /** The cluster-wide collection (`/api/v1/configmaps`); `namespace` narrows it. */
   path: string;
+  namespace?: string;
   selector: (obj: any) => boolean;
+  fieldSelector?: string;
   onEvent: (e: WatchEvent) => void;
   finish: (err: unknown) => void;
 }
 
 const PODS = '/api/v1/pods';
 const NODES = '/api/v1/nodes';
+const CONFIGMAPS = '/api/v1/configmaps';
+const SECRETS = '/api/v1/secrets';
+const SERVICEACCOUNTS = '/api/v1/serviceaccounts';
+
+/** `/api/v1/namespaces/ns/configmaps` → the collection `/api/v1/configmaps` in namespace `ns`. */
+function scopeOf(path: string): { path: string; namespace?: string } {
+  const m = /^(\/api\/v1|\/apis\/[^/]+\/[^/]+)\/namespaces\/([^/]+)\/([^/]+)$/.exec(path);
+  return m ? { path: `${m[1]}/${m[3]}`, namespace: m[2] } : { path };
+}
+
+const inNamespace = (namespace: string | undefined) => (obj: any) =>
+  namespace === undefined || (obj?.metadata?.namespace ?? 'default') === namespace;
 
 export interface FakeCall {
   verb: string;
@@ -172,9 +189,11 @@ export class FakeKubeApi implements KubeApi {
     // A list with only a field selector records the selector (what the kubelet's tests read).
     const body = options.labelSelector === undefined ? options.fieldSelector : options;
     this.enter('list', resourceOf(path), body);
+    const scope = scopeOf(path);
     const select = selectorMatcher(options);
+    const here = inNamespace(scope.namespace);
     return {
-      items: [...this.collection(path).values()].filter(select).map(clone),
+      items: [...this.collection(scope.path).values()].filter((o) => here(o) && select(o)).map(clone),
       resourceVersion: String(this.rv),
     };
   }
@@ -193,9 +212,12 @@ export class FakeKubeApi implements KubeApi {
       finish(new ApiError(410, 'Expired', `too old resource version: ${resourceVersion}`));
       return { stop: () => undefined, done };
     }
+    const scope = scopeOf(path);
     const watcher: Watcher = {
-      path,
+      path: scope.path,
+      namespace: scope.namespace,
       selector: selectorMatcher(options),
+      fieldSelector: options.fieldSelector,
       onEvent,
       finish: (err) => {
         this.watchers.delete(watcher);
@@ -206,35 +228,59 @@ export class FakeKubeApi implements KubeApi {
     return { stop: () => watcher.finish(undefined), done };
   }
 
-  /** Stores an object of any collection (a new resource version) and tells its watchers. */
+  /**
+   * Stores an object of any collection (a new resource version) and tells its watchers. On a namespaced
+   * path an object without a namespace gets the path's.
+   */
   put(path: string, obj: any): any {
-    const key = objectRef(obj);
-    const map = this.collection(path);
+    const scope = scopeOf(path);
+    const copy = clone(obj);
+    if (scope.namespace !== undefined) (copy.metadata ??= {}).namespace ??= scope.namespace;
+    const key = objectRef(copy);
+    const map = this.collection(scope.path);
     const type = map.has(key) ? 'MODIFIED' : 'ADDED';
-    const stored = this.stamp(clone(obj));
+    const stored = this.stamp(copy);
     map.set(key, stored);
-    this.notify(path, type, stored);
+    this.notify(scope.path, type, stored);
     return clone(stored);
   }
 
   /** Deletes an object of any collection by `namespace/name` and tells its watchers. */
   remove(path: string, key: string): void {
-    const map = this.collection(path);
+    const scope = scopeOf(path);
+    const map = this.collection(scope.path);
     const obj = map.get(key);
     if (!obj) return;
     map.delete(key);
     this.rv++;
-    this.notify(path, 'DELETED', { ...obj, metadata: { ...obj.metadata, resourceVersion: String(this.rv) } });
+    this.notify(scope.path, 'DELETED', {
+      ...obj,
+      metadata: { ...obj.metadata, resourceVersion: String(this.rv) },
+    });
   }
 
-  /** Ends every open watch (as a server's watch timeout does). */
+  /** Ends every open watch (as a server's watch timeout does), of one collection or all. */
   endWatches(path?: string): void {
-    for (const w of [...this.watchers]) if (path === undefined || w.path === path) w.finish(undefined);
+    for (const w of [...this.watchers]) if (this.covers(w, path)) w.finish(undefined);
   }
 
-  /** Watches open now, of one collection or all. */
+  /** Watches open now, of one collection (a namespaced path: of that namespace) or all. */
   openWatches(path?: string): number {
-    return [...this.watchers].filter((w) => path === undefined || w.path === path).length;
+    return [...this.watchers].filter((w) => this.covers(w, path)).length;
+  }
+
+  /** The field selectors of the watches open now on a collection (`metadata.name=x`, …). */
+  watchedSelectors(path: string): string[] {
+    return [...this.watchers]
+      .filter((w) => this.covers(w, path))
+      .map((w) => w.fieldSelector ?? '')
+      .sort();
+  }
+
+  private covers(w: Watcher, path: string | undefined): boolean {
+    if (path === undefined) return true;
+    const scope = scopeOf(path);
+    return w.path === scope.path && (scope.namespace === undefined || w.namespace === scope.namespace);
   }
 
   /** Sends a bookmark to every watcher. */
@@ -360,6 +406,57 @@ export class FakeKubeApi implements KubeApi {
     return clone(this.must(this.csrs, name, 'certificatesigningrequests.certificates.k8s.io'));
   }
 
+  // --- configmaps, secrets, service-account tokens --------------------------------------------------
+
+  async getConfigMap(namespace: string, name: string): Promise<ConfigMap> {
+    this.enter('get', `configmap/${namespace}/${name}`);
+    return clone(this.must(this.collection(CONFIGMAPS), `${namespace}/${name}`, 'configmaps'));
+  }
+
+  async getSecret(namespace: string, name: string): Promise<Secret> {
+    this.enter('get', `secret/${namespace}/${name}`);
+    return clone(this.must(this.collection(SECRETS), `${namespace}/${name}`, 'secrets'));
+  }
+
+  /**
+   * A TokenRequest as the API server answers it, for a service account that exists: the lifetime asked
+   * for (default 3600 s; at least 600 s), expiring `now` + that; the token is a JWT-shaped string of its
+   * claims, the same for the same request at the same time.
+   */
+  async createServiceAccountToken(
+    namespace: string,
+    name: string,
+    request: TokenRequest,
+  ): Promise<TokenRequest> {
+    this.enter('create', `serviceaccount/${namespace}/${name}/token`, request);
+    this.must(this.collection(SERVICEACCOUNTS), `${namespace}/${name}`, 'serviceaccounts');
+    const spec = request.spec ?? { audiences: [] };
+    const seconds = spec.expirationSeconds ?? 3600;
+    if (seconds < 600) {
+      throw new ApiError(
+        422,
+        'Invalid',
+        `spec.expirationSeconds: Invalid value: ${seconds}: may not specify a duration less than 10 minutes`,
+      );
+    }
+    const iat = Math.floor(this.now() / 1000);
+    const claims = {
+      aud: spec.audiences?.length ? spec.audiences : ['https://kubernetes.default.svc'],
+      exp: iat + seconds,
+      iat,
+      sub: `system:serviceaccount:${namespace}:${name}`,
+      pod: spec.boundObjectRef?.uid,
+    };
+    const token = `fake.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.sig`;
+    return {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'TokenRequest',
+      metadata: { name, namespace, creationTimestamp: rfc3339Seconds(iat * 1000) },
+      spec: { ...clone(spec), audiences: claims.aud, expirationSeconds: seconds },
+      status: { token, expirationTimestamp: rfc3339Seconds((iat + seconds) * 1000) },
+    };
+  }
+
   // --- helpers -------------------------------------------------------------------------------------
 
   private enter(verb: string, what: string, body?: unknown): void {
@@ -396,7 +493,8 @@ export class FakeKubeApi implements KubeApi {
 
   private notify(path: string, type: WatchEvent['type'], obj: unknown): void {
     for (const w of this.watchers) {
-      if (w.path === path && w.selector(obj)) w.onEvent({ type, object: clone(obj) });
+      if (w.path === path && inNamespace(w.namespace)(obj) && w.selector(obj))
+        w.onEvent({ type, object: clone(obj) });
     }
   }
 }

@@ -498,3 +498,61 @@ async function adminClients(cp: ControlPlaneLike, dataDir: string) {
     coordination: kc.makeApiClient(k8s.CoordinationV1Api),
   };
 }
+
+cpTest(
+  "the docs' ConfigMap pod on nodelet up: env from the ConfigMap; a missing key waits, fixed it starts",
+  async (t) => {
+    const env = await startControlPlane();
+    const node = makeKubelet(env, await env.cp.nodeKubeconfig('node1'));
+    try {
+      await node.kubelet.start();
+      await env.core.createNamespacedConfigMap({
+        namespace: 'default',
+        body: { metadata: { name: 'special-config' }, data: { 'special.how': 'very' } },
+      });
+      const container = {
+        name: 'main',
+        image: 'busybox:1.36',
+        command: ['sh', '-c', 'echo $(SPECIAL_LEVEL_KEY) $(SPECIAL_TYPE_KEY)'],
+        env: [
+          {
+            name: 'SPECIAL_LEVEL_KEY',
+            valueFrom: { configMapKeyRef: { name: 'special-config', key: 'special.how' } },
+          },
+          {
+            name: 'SPECIAL_TYPE_KEY',
+            valueFrom: { configMapKeyRef: { name: 'special-config', key: 'special.type' } },
+          },
+        ],
+      };
+      await env.core.createNamespacedPod({
+        namespace: 'default',
+        body: podBody('dapi', { containers: [container] }),
+      });
+      const waiting = await until('CreateContainerConfigError', async () => {
+        const p = await env.core.readNamespacedPod({ namespace: 'default', name: 'dapi' });
+        const w = p.status?.containerStatuses?.[0]?.state?.waiting;
+        return w?.reason === 'CreateContainerConfigError' && w;
+      });
+      t.is(waiting.message, "couldn't find key special.type in ConfigMap default/special-config");
+      await env.core.patchNamespacedConfigMap(
+        { namespace: 'default', name: 'special-config', body: { data: { 'special.type': 'charm' } } },
+        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+      );
+      await until(
+        'Running',
+        async () =>
+          (await env.core.readNamespacedPod({ namespace: 'default', name: 'dapi' })).status?.phase ===
+          'Running',
+        20_000,
+      );
+      const { containers } = await node.runtime.listContainers({});
+      const config = node.runtime.containerConfig(containers[0]!.id);
+      t.deepEqual(config.command, ['sh', '-c', 'echo very charm']);
+      t.like(Object.fromEntries(config.envs.map((e) => [e.key, e.value])), { SPECIAL_LEVEL_KEY: 'very' });
+    } finally {
+      await node.kubelet.stop();
+      await env.cp.stop();
+    }
+  },
+);

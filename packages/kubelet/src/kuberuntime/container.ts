@@ -1,25 +1,26 @@
-import type { Container, Pod } from '@nodelet/api';
+import type { Container, Pod, Service } from '@nodelet/api';
 import {
   ContainerConfig,
   type Image,
   containerLogPath,
   CriAnnotations,
   CriLabels,
-  Mount,
   nanosToMs,
   type PodSandboxConfig,
   type RuntimeService,
 } from '@nodelet/cri';
-import { Backoff, type Clock, errorMessage, type Logger } from '@nodelet/kernel';
+import { Backoff, type Clock, errorMessage, type EventBus, type Logger } from '@nodelet/kernel';
+import type { PodObjects } from '@nodelet/volume';
 import { hashContainer } from '../container-hash.js';
-import { containerEnv, expandCommand } from '../env.js';
+import { expandCommand, makeEnvironmentVariables } from '../env.js';
 import { ImagePullError, type ImagePuller, podRef } from '../image-puller.js';
+import { StandalonePodObjects } from '../objects/standalone.js';
 import type { ContainerToKill } from '../pod-actions.js';
 import type { WaitingReason } from '../pod-status.js';
 import { containerResources, criLinuxResources } from '../resources.js';
 import type { RuntimeCache } from '../runtime-cache.js';
 import { containerStateFromCri, type RuntimeContainer, type RuntimePodStatus } from '../runtime-pod.js';
-import { VolumeError } from '../volumes.js';
+import { containerMounts } from './mounts.js';
 import { NODE_NAME_LABEL } from './sandbox.js';
 
 export interface ContainerOptions {
@@ -31,6 +32,14 @@ export interface ContainerOptions {
   crashLoopBackoff?: Backoff;
   /** Minimum grace period when stopping a container on the kubelet's own initiative (upstream: 2 s). */
   minimumGracePeriodSeconds?: number;
+  /** The ConfigMaps and Secrets env reads (default: none, as a standalone kubelet). */
+  objects?: PodObjects;
+  /** The Services of the pod's service variables (absent: none, as a standalone kubelet). */
+  services?: (pod: Pod) => Promise<Service[]>;
+  /** The node's allocatable resources: the limits resourceFieldRef reports for a container without. */
+  allocatable?: () => Record<string, string>;
+  /** Where the pod's events go (invalid envFrom keys). */
+  bus?: EventBus;
 }
 
 /** What one container's start came to. */
@@ -177,8 +186,10 @@ export class PodContainers {
     const restartCount = latest ? latest.restartCount + 1 : 0;
     let config: ContainerConfig;
     try {
-      config = this.config(pod, container, image.image, restartCount, target);
+      config = await this.config(pod, container, image.image, restartCount, target);
     } catch (err) {
+      // Retried by the pod's next sync (10 s): a ConfigMap or Secret created or fixed meanwhile is seen.
+      // (The Failed event comes from the waiting reason: PodEventSource.)
       return this.failed(
         'CreateContainerConfigError',
         errorMessage(err),
@@ -262,31 +273,40 @@ export class PodContainers {
     return { started: false, waiting: { reason, message }, retryAt: this.options.clock.now() + 10_000 };
   }
 
-  private config(
+  /** A Warning event on the pod about one of its containers. */
+  private event(pod: Pod, container: Container, reason: string, message: string): void {
+    this.options.bus?.emit('[Kubelet] Pod Event', {
+      podUid: pod.metadata!.uid!,
+      podName: pod.metadata!.name!,
+      namespace: pod.metadata!.namespace ?? 'default',
+      eventType: 'Warning',
+      reason,
+      message,
+      container: container.name,
+    });
+  }
+
+  private async config(
     pod: Pod,
     container: Container,
     image: string,
     restartCount: number,
     target: Pick<StartTarget, 'podIP' | 'hostIP' | 'volumePaths'>,
-  ): ContainerConfig {
+  ): Promise<ContainerConfig> {
     const meta = pod.metadata!;
-    const env = containerEnv(pod, container, {
-      podIP: target.podIP,
-      hostIP: target.hostIP,
-      nodeName: this.options.nodeName,
+    const { options } = this;
+    const env = await makeEnvironmentVariables(pod, container, {
+      objects: options.objects ?? standalone,
+      services: options.services,
+      facts: {
+        nodeName: options.nodeName,
+        hostIPs: target.hostIP ? [target.hostIP] : [],
+        podIPs: target.podIP ? [target.podIP] : [],
+        allocatable: options.allocatable?.() ?? {},
+      },
+      warn: (reason, message) => this.event(pod, container, reason, message),
     });
-    const mounts = (container.volumeMounts ?? []).map((vm) => {
-      const hostPath = target.volumePaths.get(vm.name);
-      if (!hostPath)
-        throw new VolumeError(
-          `container "${container.name}": volumeMount "${vm.name}" names no volume of the pod`,
-        );
-      return Mount.fromPartial({
-        containerPath: vm.mountPath,
-        hostPath: vm.subPath ? `${hostPath}/${vm.subPath}` : hostPath,
-        readonly: !!vm.readOnly,
-      });
-    });
+    const mounts = await options.clock.track(containerMounts(container, target.volumePaths, env));
     const res = containerResources(pod, container, this.options.memoryCapacityBytes);
     return ContainerConfig.fromPartial({
       metadata: { name: container.name, attempt: restartCount },
@@ -329,9 +349,11 @@ export class PodContainers {
   }
 }
 
-/** Whether a container's environment has the pod IP (downward API `status.podIP`). */
+const standalone = new StandalonePodObjects();
+
+/** Whether a container's environment has the pod IP (downward API `status.podIP`, `status.podIPs`). */
 export function usesPodIP(container: Container): boolean {
-  return !!container.env?.some((e) => e.valueFrom?.fieldRef?.fieldPath === 'status.podIP');
+  return !!container.env?.some((e) => /^status\.podIPs?$/.test(e.valueFrom?.fieldRef?.fieldPath ?? ''));
 }
 
 /** Go's time.Duration.String() for whole seconds and minutes: 10s, 1m20s, 5m0s. */

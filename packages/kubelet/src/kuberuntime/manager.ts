@@ -18,7 +18,7 @@ import {
   emptyRuntimePodStatus,
 } from '../runtime-pod.js';
 import type { VolumeManager } from '../volumes.js';
-import { PodContainers, usesPodIP } from './container.js';
+import { type ContainerOptions, PodContainers, usesPodIP } from './container.js';
 import { PodSandboxes } from './sandbox.js';
 
 /**
@@ -27,7 +27,10 @@ import { PodSandboxes } from './sandbox.js';
  * containers, app containers, kills — computed by `computePodActions`. Sandboxes and containers are
  * their own modules (`sandbox.ts`, `container.ts`); removing what no pod wants is `gc.ts`.
  */
-export interface KubeRuntimeOptions {
+export interface KubeRuntimeOptions extends Pick<
+  ContainerOptions,
+  'objects' | 'services' | 'allocatable' | 'bus'
+> {
   nodeName: string;
   podLogsDir: string;
   memoryCapacityBytes: number;
