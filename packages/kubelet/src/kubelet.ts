@@ -2,6 +2,7 @@ import { hostname, totalmem } from 'node:os';
 import type { Pod, PodList } from '@nodelet/api';
 import type { ImageService, RuntimeService } from '@nodelet/cri';
 import type { Clock, EventBus, Logger } from '@nodelet/kernel';
+import type { PodObjects, VolumePlugin } from '@nodelet/volume';
 import type { Subscription } from 'rxjs';
 import { admissionNode, type AdmissionNode, PodAdmission, rejectedStatus } from './admission.js';
 import { type ApiServerOptions, NodeAgent } from './apiserver/index.js';
@@ -17,10 +18,11 @@ import { PodSync } from './pod-sync.js';
 import { PodWorkers } from './pod-workers.js';
 import { type ProbeHandler, ProberManager } from './prober/index.js';
 import { RuntimeCache } from './runtime-cache.js';
+import { StandalonePodObjects } from './objects/standalone.js';
 import { emptyRuntimePodStatus } from './runtime-pod.js';
 import { StatusManager } from './status-manager.js';
 import { housekeepingTicks, KubeletSyncHandler, runSyncLoop } from './sync-loop.js';
-import { VolumeManager } from './volumes.js';
+import { type Mounter, VolumeManager } from './volume/index.js';
 
 /**
  * The kubelet: its parts, wired. Pod sources feed the sync loop, which keeps the pod manager and tells
@@ -68,6 +70,12 @@ export interface KubeletDeps {
   probes?: ProbeVerdicts;
   /** Probe handlers besides the built-in ones (the `probe.handler` capability's providers). */
   probeHandlers?: ProbeHandler[];
+  /** Volume plugins besides the built-in ones (the `volume.plugin` capability's providers). */
+  volumePlugins?: VolumePlugin[];
+  /** The ConfigMaps, Secrets and service-account tokens volumes read (default: none, standalone). */
+  objects?: PodObjects;
+  /** mount(8)/umount(8) of tmpfs volumes (default: the host's, when running as root on Linux). */
+  mounter?: Mounter;
 }
 
 export class Kubelet {
@@ -85,6 +93,7 @@ export class Kubelet {
   readonly nodeAgent?: NodeAgent;
   /** What is known of the runtime between reads (shared by PLEG and KubeRuntime). */
   readonly runtimeCache = new RuntimeCache();
+  readonly volumes: VolumeManager;
   private readonly podSync: PodSync;
   private readonly admission: PodAdmission;
   /** The node as admission sees it without an API server (read once: the host does not change). */
@@ -103,7 +112,21 @@ export class Kubelet {
     this.clock = clock;
     this.startedAt = clock.now();
     const puller = new ImagePuller(deps.images, clock, this.logger.child('images'), { bus });
-    this.kubeRuntime = new KubeRuntime(runtime, puller, new VolumeManager(options.rootDir), {
+    this.volumes = new VolumeManager(options.rootDir, {
+      objects: deps.objects ?? new StandalonePodObjects(),
+      facts: (pod) => ({
+        nodeName: options.nodeName,
+        hostIPs: [options.hostIP],
+        podIPs: (this.statusManager.get(pod.metadata!.uid!)?.podIPs ?? []).map((p) => p.ip),
+        allocatable: this.admissionNode().allocatable,
+      }),
+      plugins: deps.volumePlugins,
+      ...(deps.mounter ? { mounter: deps.mounter } : {}),
+      bus,
+      clock,
+      logger: this.logger.child('volumes'),
+    });
+    this.kubeRuntime = new KubeRuntime(runtime, puller, this.volumes, {
       nodeName: options.nodeName,
       podLogsDir: options.podLogsDir,
       memoryCapacityBytes: options.memoryCapacityBytes ?? totalmem(),
@@ -147,6 +170,7 @@ export class Kubelet {
         nodeName: options.nodeName,
         logger: this.logger,
       }),
+      volumes: this.volumes,
       seenAllSources: () => this.podConfig.seenAllSources(),
       wanted: (uid) => this.podManager.has(uid) || this.workers.isKnown(uid),
       logger: this.logger,

@@ -17,7 +17,7 @@ import {
   type RuntimeSandbox,
   emptyRuntimePodStatus,
 } from '../runtime-pod.js';
-import type { VolumeManager } from '../volumes.js';
+import type { VolumeManager } from '../volume/index.js';
 import { PodContainers, usesPodIP } from './container.js';
 import { PodSandboxes } from './sandbox.js';
 
