@@ -22,7 +22,7 @@ import { StandalonePodObjects } from './objects/standalone.js';
 import { emptyRuntimePodStatus } from './runtime-pod.js';
 import { StatusManager } from './status-manager.js';
 import { housekeepingTicks, KubeletSyncHandler, runSyncLoop } from './sync-loop.js';
-import { type Mounter, VolumeManager } from './volume/index.js';
+import { HostMounter, type Mounter, VolumeManager } from './volume/index.js';
 
 /**
  * The kubelet: its parts, wired. Pod sources feed the sync loop, which keeps the pod manager and tells
@@ -56,6 +56,11 @@ export interface KubeletOptions {
   maxPods?: number;
   /** Extra sources (tests, embedders). */
   sources?: PodSource[];
+  /**
+   * Mount a tmpfs for memory-backed volumes (emptyDir `medium: Memory`, secret, projected); default:
+   * when running as root on Linux. A simulated node (the fake runtime) has no use for host mounts.
+   */
+  tmpfsVolumes?: boolean;
   /** Join a cluster: register the node, run its API pods, report status (`--kubeconfig`). */
   apiServer?: ApiServerOptions;
 }
@@ -121,7 +126,7 @@ export class Kubelet {
         allocatable: this.admissionNode().allocatable,
       }),
       plugins: deps.volumePlugins,
-      ...(deps.mounter ? { mounter: deps.mounter } : {}),
+      mounter: deps.mounter ?? new HostMounter({ tmpfs: options.tmpfsVolumes }),
       bus,
       clock,
       logger: this.logger.child('volumes'),

@@ -1,6 +1,7 @@
-import { chmod, readdir, stat } from 'node:fs/promises';
+import { readdir } from 'node:fs/promises';
 import { quantityValue } from '@nodelet/api';
-import { setVolumeOwnership, type VolumeMountContext, type VolumePlugin } from '@nodelet/volume';
+import type { VolumeMountContext, VolumePlugin } from '@nodelet/volume';
+import { applyFsGroup, ensureModeBits } from './fs-group.js';
 import type { Mounter } from './mounter.js';
 import { VolumeError } from './volume-error.js';
 
@@ -25,10 +26,7 @@ export class EmptyDirPlugin implements VolumePlugin {
     }
     await ensureModeBits(ctx.dir, 0o777);
     if (ctx.fsGroup !== undefined && (await readdir(ctx.dir)).length === 0) {
-      await setVolumeOwnership(ctx.dir, ctx.fsGroup, {
-        readOnly: false,
-        onError: (what, path, err) => ctx.logger.warn(`fsGroup: ${what} failed`, { path, err: err.message }),
-      });
+      await applyFsGroup(ctx, ctx.fsGroup, false);
     }
     return ctx.dir;
   }
@@ -40,10 +38,4 @@ function sizeLimit(limit: string | number | undefined): number | undefined {
   } catch (err) {
     throw new VolumeError(`emptyDir sizeLimit: ${(err as Error).message}`);
   }
-}
-
-/** Adds the permission bits the directory lacks (what fsGroup added, setgid too, stays). */
-export async function ensureModeBits(dir: string, bits: number): Promise<void> {
-  const mode = (await stat(dir)).mode & 0o7777;
-  if ((mode & bits) !== bits) await chmod(dir, mode | bits);
 }

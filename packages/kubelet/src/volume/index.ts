@@ -4,6 +4,7 @@ export * from './paths.js';
 export * from './volume-error.js';
 export * from './built-in.js';
 export * from './empty-dir.js';
+export * from './fs-group.js';
 export * from './host-path.js';
 export * from './keyed-volume.js';
 export * from './key-payload.js';

@@ -11,52 +11,65 @@ import { prepareVolumeDir, writeVolumeFiles } from './written-volume.js';
  * not found`) unless the source is `optional`, which mounts what there is. Secrets are kept in memory
  * (a tmpfs) where the kubelet can mount one.
  */
-abstract class KeyedVolumePlugin implements VolumePlugin {
-  abstract readonly name: string;
-  abstract readonly source: 'configMap' | 'secret';
+interface KeyedSource {
+  name: string;
+  source: 'configMap' | 'secret';
+  kind: ObjectKind;
+  /** Kept in memory (a tmpfs) where the kubelet can mount one. */
+  memory: boolean;
+  objectName: (volume: Volume) => string | undefined;
+}
+
+class KeyedVolumePlugin implements VolumePlugin {
+  readonly name: string;
+  readonly source: 'configMap' | 'secret';
   readonly refresh = true;
-  protected abstract readonly kind: ObjectKind;
-  protected abstract readonly memory: boolean;
 
-  constructor(private readonly mounter: Mounter) {}
-
-  protected abstract objectName(volume: Volume): string;
+  constructor(
+    private readonly spec: KeyedSource,
+    private readonly mounter: Mounter,
+  ) {
+    this.name = spec.name;
+    this.source = spec.source;
+  }
 
   async setUp(ctx: VolumeMountContext): Promise<string> {
-    const source = ctx.volume[this.source]!;
-    const name = this.objectName(ctx.volume);
+    const { kind, source: field } = this.spec;
+    const source = ctx.volume[field]!;
+    const name = this.spec.objectName(ctx.volume) ?? '';
     const optional = !!source.optional;
     const defaultMode = source.defaultMode ?? defaultFileMode;
-    checkMode(defaultMode, `${this.source}.defaultMode`);
-    const data = await readKeyedObject(ctx, this.kind, name, optional);
-    const payload = keyPayload(
-      { kind: this.kind, name, items: source.items, optional, defaultMode, field: this.source },
-      data,
-    );
-    await prepareVolumeDir(ctx, this.memory, this.mounter);
+    checkMode(defaultMode, `${field}.defaultMode`);
+    const data = await readKeyedObject(ctx, kind, name, optional);
+    const payload = keyPayload({ kind, name, items: source.items, optional, defaultMode, field }, data);
+    await prepareVolumeDir(ctx, this.spec.memory, this.mounter);
     await writeVolumeFiles(ctx, payload);
     return ctx.dir;
   }
 }
 
 export class ConfigMapPlugin extends KeyedVolumePlugin {
-  readonly name = 'kubernetes.io/configmap';
-  readonly source = 'configMap';
-  protected readonly kind = 'configmap';
-  protected readonly memory = false;
-
-  protected objectName(volume: Volume): string {
-    return volume.configMap?.name ?? '';
+  constructor(mounter: Mounter) {
+    const spec: KeyedSource = {
+      name: 'kubernetes.io/configmap',
+      source: 'configMap',
+      kind: 'configmap',
+      memory: false,
+      objectName: (v) => v.configMap?.name,
+    };
+    super(spec, mounter);
   }
 }
 
 export class SecretPlugin extends KeyedVolumePlugin {
-  readonly name = 'kubernetes.io/secret';
-  readonly source = 'secret';
-  protected readonly kind = 'secret';
-  protected readonly memory = true;
-
-  protected objectName(volume: Volume): string {
-    return volume.secret?.secretName ?? '';
+  constructor(mounter: Mounter) {
+    const spec: KeyedSource = {
+      name: 'kubernetes.io/secret',
+      source: 'secret',
+      kind: 'secret',
+      memory: true,
+      objectName: (v) => v.secret?.secretName,
+    };
+    super(spec, mounter);
   }
 }

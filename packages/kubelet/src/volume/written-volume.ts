@@ -1,6 +1,6 @@
-import { AtomicWriter, type Payload, setVolumeOwnership, type VolumeMountContext } from '@nodelet/volume';
+import { AtomicWriter, type Payload, type VolumeMountContext } from '@nodelet/volume';
 import { podRef } from '../image-puller.js';
-import { ensureModeBits } from './empty-dir.js';
+import { applyFsGroup, ensureModeBits } from './fs-group.js';
 import type { Mounter } from './mounter.js';
 
 /**
@@ -23,7 +23,7 @@ export async function prepareVolumeDir(
   ctx.logger.once(
     'volumes-without-tmpfs',
     'info',
-    'secret and projected volumes are plain directories of mode 0700 under the kubelet root, not tmpfs: mounting a tmpfs needs root on Linux',
+    'secret and projected volumes are plain directories of mode 0700 under the kubelet root, not tmpfs: the kubelet mounts no tmpfs (that needs root on Linux, and tmpfsVolumes not false)',
   );
   // The kubelet made the directory 0700; fsGroup's group bits, once added, stay.
 }
@@ -32,20 +32,7 @@ export async function prepareVolumeDir(
 export async function writeVolumeFiles(ctx: VolumeMountContext, payload: Payload): Promise<void> {
   const writer = new AtomicWriter(ctx.dir, { now: () => ctx.clock.now() });
   const fsGroup = ctx.fsGroup;
-  const setPerms =
-    fsGroup === undefined
-      ? undefined
-      : () =>
-          setVolumeOwnership(ctx.dir, fsGroup, {
-            readOnly: true,
-            onError: (what, path, err) =>
-              ctx.logger.warn(`fsGroup: ${what} failed`, {
-                pod: podRef(ctx.pod),
-                volume: ctx.volume.name,
-                path,
-                err: err.message,
-              }),
-          });
+  const setPerms = fsGroup === undefined ? undefined : () => applyFsGroup(ctx, fsGroup, true);
   const written = await writer.write(payload, setPerms);
   if (written && ctx.refreshing) {
     ctx.logger.info('Volume content updated', { pod: podRef(ctx.pod), volume: ctx.volume.name });
