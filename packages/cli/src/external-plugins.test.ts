@@ -1,8 +1,9 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import type { Pod } from '@nodelet/api';
+import { CriRuntime } from '@nodelet/cri';
 import { createLogger, MemorySink, VirtualClock } from '@nodelet/kernel';
 import { KubeletCapability, type PodSource } from '@nodelet/kubelet';
 import { type ProxyBackend, ProxyBackendCapability, ProxyCapability } from '@nodelet/proxy';
@@ -116,6 +117,69 @@ test('a probe handler from a directory outside the repository, named only in plu
   // The fake runtime answers httpGet probes of its pods as healthy; the plugin, loaded after it, decides.
   t.true(ready('listed'));
   t.false(ready('unlisted'));
+});
+
+/** A volume plugin for a source nodelet does not make itself (`nfs`): it writes a file from its configuration. */
+const fakeNfs = `
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+const volumePlugin = { id: 'volume.plugin', version: 1 };
+export default {
+  manifest: { name: 'fake-nfs', version: '1.0.0', provides: [volumePlugin], requires: [],
+    configSchema: { type: 'object', additionalProperties: false, required: ['motd'],
+      properties: { motd: { type: 'string' } } } },
+  register(ctx) {
+    ctx.provide(volumePlugin, {
+      name: 'example.com/fake-nfs',
+      source: 'nfs',
+      async setUp({ volume, dir }) {
+        await writeFile(join(dir, 'motd'), ctx.config.motd + ' from ' + volume.nfs.server + ':' + volume.nfs.path);
+        return dir;
+      },
+    });
+  },
+};
+`;
+
+test('a volume plugin from a directory outside the repository, named only in plugins:, makes a new volume source a pod mounts', async (t) => {
+  const dir = outside(t);
+  const plugin = writePackage(dir, 'fake-nfs', fakeNfs);
+  const file = nodeletYaml(dir, { runtime: 'fake', plugins: [{ use: plugin, config: { motd: 'hello' } }] });
+  const clock = new VirtualClock();
+  const logger = createLogger({ sink: new MemorySink().sink, now: () => clock.now() });
+  const setup = resolveKubeletSetup(
+    { config: file, rootDir: join(dir, 'root'), readOnlyPort: 0 },
+    { cwd: dir, hostname: 'sim-1', isRoot: false, homeDir: dir, ipv4: ['192.0.2.1'], logger },
+  );
+  const pods = new BehaviorSubject<Pod[]>([]);
+  setup.kubelet.sources = [
+    { name: 'api', snapshots$: pods.asObservable(), originOf: () => 'test', start() {}, stop() {} },
+  ];
+  const kernel = await buildKernel(setup, logger, { clock });
+  await kernel.start();
+  t.teardown(() => kernel.stop());
+  const kubelet = kernel.get(KubeletCapability);
+  pods.next([
+    {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'shared', namespace: 'default', uid: 'uid-shared' },
+      spec: {
+        containers: [
+          { name: 'main', image: 'busybox:1.36', volumeMounts: [{ name: 'share', mountPath: '/share' }] },
+        ],
+        volumes: [{ name: 'share', nfs: { server: 'nfs.example', path: '/exports/team' } }],
+      },
+    },
+  ]);
+  await clock.advance(3_000);
+  t.truthy(kubelet.getPod('default', 'shared')?.status?.containerStatuses?.[0]?.state?.running);
+  const volume = join(dir, 'root', 'pods', 'uid-shared', 'volumes', 'example.com~fake-nfs', 'share');
+  t.is(readFileSync(join(volume, 'motd'), 'utf8'), 'hello from nfs.example:/exports/team');
+  const runtime = kernel.get(CriRuntime);
+  const { containers } = await runtime.listContainers({});
+  const { status } = await runtime.containerStatus({ containerId: containers[0]!.id, verbose: false });
+  t.like(status?.mounts[0], { containerPath: '/share', hostPath: volume });
 });
 
 /** A proxy backend that records each sync it is driven with. */

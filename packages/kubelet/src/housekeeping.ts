@@ -1,11 +1,13 @@
 import { errorMessage, type Logger } from '@nodelet/kernel';
 import type { RuntimeGarbageCollector } from './kuberuntime/index.js';
+import type { VolumeManager } from './volume/index.js';
 
 /**
  * Housekeeping (upstream HandlePodCleanups): removes what no source wants — sandboxes and containers of
  * pods that are neither desired nor being terminated (deleted while the kubelet was down) — once every
- * source has been seen, so a restart adopts its pods instead of killing them. Also keeps only the newest
- * dead container per name.
+ * source has been seen, so a restart adopts its pods instead of killing them — then the directories
+ * under `<root>/pods/` of pods no one wants (upstream cleanupOrphanedPodDirs). Also keeps only the
+ * newest dead container per name.
  */
 export class Housekeeping {
   private failures = 0;
@@ -13,6 +15,7 @@ export class Housekeeping {
   constructor(
     private readonly deps: {
       gc: RuntimeGarbageCollector;
+      volumes: VolumeManager;
       /** Whether every pod source has been seen at least once. */
       seenAllSources(): boolean;
       /** Whether the kubelet wants (runs or terminates) the pod. */
@@ -25,6 +28,7 @@ export class Housekeeping {
     if (!this.deps.seenAllSources()) return;
     try {
       await this.deps.gc.removeOrphanedPods((uid) => this.deps.wanted(uid));
+      await this.deps.volumes.removeOrphanedPodDirs((uid) => this.deps.wanted(uid));
       await this.deps.gc.removeDeadContainers();
       if (this.failures > 0) this.deps.logger.info('housekeeping succeeded again');
       this.failures = 0;

@@ -16,7 +16,7 @@ export * from './runtime-pod.js';
 export * from './image-puller.js';
 export * from './resources.js';
 export * from './env.js';
-export * from './volumes.js';
+export * from './volume/index.js';
 export * from './container-hash.js';
 export * from './status-manager.js';
 export * from './config/index.js';

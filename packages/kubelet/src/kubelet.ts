@@ -2,7 +2,7 @@ import { hostname, totalmem } from 'node:os';
 import type { Pod, PodList } from '@nodelet/api';
 import type { ImageService, RuntimeService } from '@nodelet/cri';
 import type { Clock, EventBus, Logger } from '@nodelet/kernel';
-import type { PodObjects } from '@nodelet/volume';
+import type { PodObjects, VolumePlugin } from '@nodelet/volume';
 import type { Subscription } from 'rxjs';
 import { admissionNode, type AdmissionNode, PodAdmission, rejectedStatus } from './admission.js';
 import { type ApiServerOptions, NodeAgent } from './apiserver/index.js';
@@ -22,7 +22,7 @@ import { RuntimeCache } from './runtime-cache.js';
 import { emptyRuntimePodStatus } from './runtime-pod.js';
 import { StatusManager } from './status-manager.js';
 import { housekeepingTicks, KubeletSyncHandler, runSyncLoop } from './sync-loop.js';
-import { VolumeManager } from './volumes.js';
+import { HostMounter, type Mounter, VolumeManager } from './volume/index.js';
 
 /**
  * The kubelet: its parts, wired. Pod sources feed the sync loop, which keeps the pod manager and tells
@@ -56,6 +56,11 @@ export interface KubeletOptions {
   maxPods?: number;
   /** Extra sources (tests, embedders). */
   sources?: PodSource[];
+  /**
+   * Mount a tmpfs for memory-backed volumes (emptyDir `medium: Memory`, secret, projected); default:
+   * when running as root on Linux. A simulated node (the fake runtime) has no use for host mounts.
+   */
+  tmpfsVolumes?: boolean;
   /** Join a cluster: register the node, run its API pods, report status (`--kubeconfig`). */
   apiServer?: ApiServerOptions;
 }
@@ -70,8 +75,12 @@ export interface KubeletDeps {
   probes?: ProbeVerdicts;
   /** Probe handlers besides the built-in ones (the `probe.handler` capability's providers). */
   probeHandlers?: ProbeHandler[];
+  /** Volume plugins besides the built-in ones (the `volume.plugin` capability's providers). */
+  volumePlugins?: VolumePlugin[];
   /** The API objects pods reference (default: from the API server when joined, else none). */
   objects?: PodObjects;
+  /** mount(8)/umount(8) of tmpfs volumes (default: the host's, when running as root on Linux). */
+  mounter?: Mounter;
 }
 
 export class Kubelet {
@@ -92,6 +101,7 @@ export class Kubelet {
   /** The ConfigMaps, Secrets, Services and tokens pods reference: one view, for all that read them. */
   readonly objects: PodObjects;
   private readonly podObjects: KubeletObjects;
+  readonly volumes: VolumeManager;
   private readonly podSync: PodSync;
   private readonly admission: PodAdmission;
   /** The node as admission sees it without an API server (read once: the host does not change). */
@@ -119,7 +129,21 @@ export class Kubelet {
     this.objects = this.podObjects.objects;
     if (this.podObjects.registry) this.podManager.setRegistry(this.podObjects.registry);
     const puller = new ImagePuller(deps.images, clock, this.logger.child('images'), { bus });
-    this.kubeRuntime = new KubeRuntime(runtime, puller, new VolumeManager(options.rootDir), {
+    this.volumes = new VolumeManager(options.rootDir, {
+      objects: this.objects,
+      facts: (pod) => ({
+        nodeName: options.nodeName,
+        hostIPs: [options.hostIP],
+        podIPs: (this.statusManager.get(pod.metadata!.uid!)?.podIPs ?? []).map((p) => p.ip),
+        allocatable: this.admissionNode().allocatable,
+      }),
+      plugins: deps.volumePlugins,
+      mounter: deps.mounter ?? new HostMounter({ tmpfs: options.tmpfsVolumes }),
+      bus,
+      clock,
+      logger: this.logger.child('volumes'),
+    });
+    this.kubeRuntime = new KubeRuntime(runtime, puller, this.volumes, {
       objects: this.objects,
       services: this.podObjects.services,
       allocatable: () => this.admissionNode().allocatable,
@@ -167,6 +191,7 @@ export class Kubelet {
         nodeName: options.nodeName,
         logger: this.logger,
       }),
+      volumes: this.volumes,
       seenAllSources: () => this.podConfig.seenAllSources(),
       wanted: (uid) => this.podManager.has(uid) || this.workers.isKnown(uid),
       logger: this.logger,

@@ -1,5 +1,6 @@
 import { CriImage, CriRuntime } from '@nodelet/cri';
 import { defineCapability, definePlugin } from '@nodelet/kernel';
+import { VolumePluginCapability } from '@nodelet/volume';
 import { Kubelet, type KubeletOptions } from './kubelet.js';
 import { ProbeHandlerCapability } from './prober/index.js';
 import { ReadOnlyServer } from './server.js';
@@ -28,8 +29,8 @@ export const kubeletPlugin = definePlugin<KubeletPluginConfig>({
     description: 'runs the pods of this node through the CRI runtime',
     provides: [KubeletCapability],
     requires: [CriRuntime, CriImage],
-    // Probe handlers of plugins (a new kind of probe, or a replacement of a built-in one).
-    optional: [ProbeHandlerCapability],
+    // Probe handlers and volume plugins of plugins (a new kind, or a replacement of a built-in one).
+    optional: [ProbeHandlerCapability, VolumePluginCapability],
   },
   register(ctx) {
     const kubelet = new Kubelet(
@@ -40,6 +41,7 @@ export const kubeletPlugin = definePlugin<KubeletPluginConfig>({
         clock: ctx.clock,
         logger: ctx.logger,
         probeHandlers: ctx.getAll(ProbeHandlerCapability),
+        volumePlugins: ctx.getAll(VolumePluginCapability),
       },
       ctx.config,
     );

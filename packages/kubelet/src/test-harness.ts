@@ -10,6 +10,8 @@ import { join } from 'node:path';
 import { Kubelet } from './kubelet.js';
 import type { PodSource } from './config/index.js';
 import type { ProbeHandler } from './prober/index.js';
+import type { PodObjects } from '@nodelet/volume';
+import { HostMounter } from './volume/index.js';
 
 export class TestSource implements PodSource {
   readonly name = 'api' as const;
@@ -36,7 +38,7 @@ export interface Harness {
 }
 
 export async function startHarness(
-  options: { hostIP?: string; probeHandlers?: ProbeHandler[] } = {},
+  options: { hostIP?: string; probeHandlers?: ProbeHandler[]; objects?: PodObjects } = {},
 ): Promise<Harness> {
   const clock = new VirtualClock();
   const logs = new MemorySink();
@@ -46,7 +48,17 @@ export async function startHarness(
   const source = new TestSource();
   const dir = mkdtempSync(join(tmpdir(), 'nodelet-kubelet-'));
   const kubelet = new Kubelet(
-    { runtime, images: runtime, bus, clock, logger, probeHandlers: options.probeHandlers },
+    {
+      runtime,
+      images: runtime,
+      bus,
+      clock,
+      logger,
+      probeHandlers: options.probeHandlers,
+      objects: options.objects,
+      // Memory-backed volumes are plain directories: a test mounts nothing on the host.
+      mounter: new HostMounter({ tmpfs: false }),
+    },
     {
       nodeName: 'node1',
       hostIP: options.hostIP ?? '192.0.2.10',

@@ -53,6 +53,11 @@ export interface VolumeMountContext {
   objects: PodObjects;
   /** `spec.securityContext.fsGroup`: files the volume writes belong to this group. */
   fsGroup?: number;
+  /**
+   * True when this kubelet set the volume up before and calls again to refresh its content (plugins
+   * with `refresh`): a tmpfs is already mounted, only the files may need to change.
+   */
+  refreshing: boolean;
   clock: Clock;
   logger: Logger;
 }
@@ -90,4 +95,9 @@ export class ObjectNotFoundError extends Error {
   ) {
     super(`${kind} "${objectName}" not found`);
   }
+}
+
+/** Whether `err` says the object does not exist (by name too: a second copy of this package may throw it). */
+export function isObjectNotFound(err: unknown): err is ObjectNotFoundError {
+  return err instanceof ObjectNotFoundError || (err instanceof Error && err.name === 'ObjectNotFoundError');
 }

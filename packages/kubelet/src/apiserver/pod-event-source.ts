@@ -17,8 +17,7 @@ type PodEvent = EventCatalogue['[Kubelet] Pod Event'];
  * | waiting ErrImagePull / ImagePullBackOff           | Warning Failed …; Normal BackOff …            |
  * | waiting CrashLoopBackOff                          | Warning BackOff `Back-off restarting failed…` |
  * | waiting Create…Error / RunContainerError          | Warning Failed `Error: …`                     |
- * | waiting ContainerCreating with a sandbox / volume | Warning FailedCreatePodSandBox / FailedMount  |
- * |   error                                           |                                               |
+ * | waiting ContainerCreating with a sandbox error    | Warning FailedCreatePodSandBox                |
  * | probe result failure                              | Warning Unhealthy `<Probe> probe failed: …`   |
  * | liveness/startup failure past its threshold       | Normal Killing `Container … will be restarted`|
  * | pod removed or deleted                            | Normal Killing `Stopping container <name>`    |
@@ -169,10 +168,9 @@ export class PodEventSource {
         if (!message) break;
         // One event per pod, not per container.
         if (pod.spec?.containers[0]?.name !== name) break;
+        // A volume's failure is reported by the volume manager itself (FailedMount, naming the volume).
         if (message.startsWith('Failed to create pod sandbox')) {
           this.emit(pod, 'Warning', 'FailedCreatePodSandBox', message);
-        } else {
-          this.emit(pod, 'Warning', 'FailedMount', `MountVolume.SetUp failed: ${message}`);
         }
         break;
     }

@@ -43,7 +43,7 @@ test('waiting reasons become upstream events, once per change', (t) => {
   status(waiting('CreateContainerConfigError', 'secret "s" not found'));
   status(waiting('RunContainerError', 'exec: "nope": not found'));
   status(waiting('ContainerCreating', 'Failed to create pod sandbox: network not ready'));
-  status(waiting('ContainerCreating', 'hostPath type check failed: /data is not a directory'));
+  status(waiting('ContainerCreating', 'volume "data": hostPath type check failed: /data is not a directory')); // the volume manager's
   status(waiting('CrashLoopBackOff', 'back-off 10s restarting failed container=main pod=web_default(u1)'));
   t.deepEqual(events, [
     'Warning Failed Failed to pull image "nginx:1.27": not found [main]',
@@ -53,7 +53,6 @@ test('waiting reasons become upstream events, once per change', (t) => {
     'Warning Failed Error: secret "s" not found [main]',
     'Warning Failed Error: exec: "nope": not found [main]',
     'Warning FailedCreatePodSandBox Failed to create pod sandbox: network not ready',
-    'Warning FailedMount MountVolume.SetUp failed: hostPath type check failed: /data is not a directory',
     'Warning BackOff Back-off restarting failed container main in pod web_default(u1) [main]',
   ]);
 });

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import test from 'ava';
 import type { Pod } from '@nodelet/api';
 import { apiPod, startCluster, type ClusterHarness } from './test-harness.js';
@@ -213,4 +215,50 @@ test('bad input: an unknown fieldPath, a 2 MiB value: the container waits with a
     /^container "main": env "BLOB" \(envFrom configMap default\/huge key "BLOB"\): the variable is 2097158 bytes, more than/,
   );
   t.is((await containerEnv(h, 'fine')).NAME, 'fine');
+});
+
+test('volumes read through the API-backed objects under virtual time: a configMap file and a kube-api-access token', async (t) => {
+  // The objects' first list runs on the clock; the volume set-up must not wait for it inside tracked I/O.
+  const h = await startCluster();
+  t.teardown(() => h.kubelet.stop());
+  await h.clock.advance(1_000);
+  h.api.put('/api/v1/namespaces/default/serviceaccounts', { metadata: { name: 'default', uid: 'sa-1' } });
+  h.api.put(CM, { metadata: { name: 'game' }, data: { 'game.properties': 'lives=3' } });
+  h.api.put(CM, { metadata: { name: 'kube-root-ca.crt' }, data: { 'ca.crt': 'PEM' } });
+  const pod = apiPod('vol', {
+    serviceAccountName: 'default',
+    containers: [{ name: 'main', image: 'busybox:1.36', imagePullPolicy: 'IfNotPresent' }],
+    volumes: [
+      { name: 'config', configMap: { name: 'game' } },
+      {
+        name: 'kube-api-access-abcde',
+        projected: {
+          sources: [
+            { serviceAccountToken: { expirationSeconds: 3607, path: 'token' } },
+            { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } },
+            {
+              downwardAPI: { items: [{ path: 'namespace', fieldRef: { fieldPath: 'metadata.namespace' } }] },
+            },
+          ],
+        },
+      },
+    ],
+  });
+  await h.api.createPod(pod);
+  await h.clock.advanceUntil(() => apiStatus(h, 'vol')?.phase === 'Running', { stepMs: 100, maxMs: 15_000 });
+  const uid = h.api.pods.get('default/vol')!.metadata!.uid!;
+  const volumes = join(h.kubelet.options.rootDir, 'pods', uid, 'volumes');
+  const config = join(volumes, 'kubernetes.io~configmap', 'config', 'game.properties');
+  t.is(readFileSync(config, 'utf8'), 'lives=3');
+  const access = join(volumes, 'kubernetes.io~projected', 'kube-api-access-abcde');
+  t.is(readFileSync(join(access, 'namespace'), 'utf8'), 'default');
+  t.is(readFileSync(join(access, 'ca.crt'), 'utf8'), 'PEM');
+  t.true(readFileSync(join(access, 'token'), 'utf8').length > 0, 'a token was written');
+
+  h.api.put(CM, { metadata: { name: 'game' }, data: { 'game.properties': 'lives=5' } });
+  await h.clock.advanceUntil(() => readFileSync(config, 'utf8') === 'lives=5', {
+    stepMs: 1_000,
+    maxMs: 90_000,
+  });
+  t.pass('the change reached the file within the sync period');
 });

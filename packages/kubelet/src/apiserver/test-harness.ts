@@ -65,6 +65,7 @@ export async function startCluster(
         nodeName,
         hostIP: '192.0.2.10',
         rootDir: join(dir, 'root'),
+        tmpfsVolumes: false, // simulated pods: no tmpfs mounts on the host
         podLogsDir: join(dir, 'logs'),
         sources: [statics],
         apiServer: {

@@ -17,7 +17,7 @@ import {
   type RuntimeSandbox,
   emptyRuntimePodStatus,
 } from '../runtime-pod.js';
-import type { VolumeManager } from '../volumes.js';
+import type { VolumeManager } from '../volume/index.js';
 import { type ContainerOptions, PodContainers, usesPodIP } from './container.js';
 import { PodSandboxes } from './sandbox.js';
 
@@ -168,7 +168,7 @@ export class KubeRuntime {
     // A pod's first start waits on containerd for every call in turn, so what does not depend on the
     // sandbox runs beside its creation: volumes, and whether the images are present. The sandbox's IP is
     // waited for before a container only when that container's environment needs it.
-    const volumesReady = this.options.clock.track(this.volumes.setUp(pod));
+    const volumesReady = this.volumes.setUp(pod); // tracks its own file I/O
     volumesReady.catch(() => undefined); // handled below, after the sandbox
     const imagesPresent = new Map<string, Promise<Image | undefined>>();
     let sandboxRead: Promise<RuntimeSandbox> | undefined;
