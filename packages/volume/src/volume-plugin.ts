@@ -20,6 +20,11 @@ export interface VolumePlugin {
    */
   readonly refresh?: boolean;
   /**
+   * Whether containers always mount it read-only, whatever their volumeMount says (configMap, secret,
+   * downwardAPI, projected: upstream's read-only API data volumes).
+   */
+  readonly readOnly?: boolean;
+  /**
    * Makes the volume ready on the host and returns the host path the containers mount (usually
    * `ctx.dir`; hostPath returns its path). Throwing fails the mount: the kubelet reports `FailedMount`
    * with the error's message and retries on the pod's next sync.

@@ -58,6 +58,8 @@ export interface StartTarget {
   podIP: string;
   hostIP: string;
   volumePaths: Map<string, string>;
+  /** Volumes mounted read-only whatever the volumeMount says (configMap, secret, downwardAPI, projected). */
+  readOnlyVolumes?: ReadonlySet<string>;
   /** The answer of ImageStatus, asked ahead. */
   imagePresent?: Promise<Image | undefined>;
   /** Called once the container exists, as its start begins. */
@@ -291,7 +293,7 @@ export class PodContainers {
     container: Container,
     image: string,
     restartCount: number,
-    target: Pick<StartTarget, 'podIP' | 'hostIP' | 'volumePaths'>,
+    target: Pick<StartTarget, 'podIP' | 'hostIP' | 'volumePaths' | 'readOnlyVolumes'>,
   ): Promise<ContainerConfig> {
     const meta = pod.metadata!;
     const { options } = this;
@@ -306,7 +308,9 @@ export class PodContainers {
       },
       warn: (reason, message) => this.event(pod, container, reason, message),
     });
-    const mounts = await options.clock.track(containerMounts(container, target.volumePaths, env));
+    const mounts = await options.clock.track(
+      containerMounts(container, target.volumePaths, env, target.readOnlyVolumes),
+    );
     const res = containerResources(pod, container, this.options.memoryCapacityBytes);
     return ContainerConfig.fromPartial({
       metadata: { name: container.name, attempt: restartCount },

@@ -227,6 +227,7 @@ export class KubeRuntime {
           podIP,
           hostIP,
           volumePaths,
+          readOnlyVolumes: this.volumes.readOnlyVolumes(pod),
           imagePresent: imagesPresent.get(container.name),
           created: readNewSandbox,
         });

@@ -3,19 +3,21 @@ import { dirname, isAbsolute, join, relative, sep } from 'node:path';
 import type { Container, VolumeMount } from '@nodelet/api';
 import { Mount } from '@nodelet/cri';
 import { expand } from '../expansion.js';
-import { VolumeError } from '../volumes.js';
+import { VolumeError } from '../volume/index.js';
 
 /**
  * A container's volume mounts (upstream makeMounts): each names a volume of the pod, optionally a
  * `subPath` inside it — or a `subPathExpr`, expanded from the container's environment — which must be
  * relative and stay inside the volume; a subPath that does not exist yet is made as a directory with
  * the volume's mode (so a runtime does not make it with its own), and one that leads out of the
- * volume through a symlink is refused.
+ * volume through a symlink is refused. Volumes of API data (configMap, secret, downwardAPI, projected)
+ * are mounted read-only whatever the mount says, as upstream.
  */
 export async function containerMounts(
   container: Container,
   volumePaths: ReadonlyMap<string, string>,
   env: readonly [string, string][],
+  readOnlyVolumes: ReadonlySet<string> = new Set(),
 ): Promise<Mount[]> {
   const mounts: Mount[] = [];
   for (const vm of container.volumeMounts ?? []) {
@@ -32,7 +34,13 @@ export async function containerMounts(
       }
       hostPath = await prepareSubPath(volumePath, subPath, at);
     }
-    mounts.push(Mount.fromPartial({ containerPath: vm.mountPath, hostPath, readonly: !!vm.readOnly }));
+    mounts.push(
+      Mount.fromPartial({
+        containerPath: vm.mountPath,
+        hostPath,
+        readonly: !!vm.readOnly || readOnlyVolumes.has(vm.name),
+      }),
+    );
   }
   return mounts;
 }

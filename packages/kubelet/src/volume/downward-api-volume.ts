@@ -19,6 +19,7 @@ export class DownwardApiPlugin implements VolumePlugin {
   readonly name = 'kubernetes.io/downward-api';
   readonly source = 'downwardAPI';
   readonly refresh = true;
+  readonly readOnly = true;
 
   constructor(private readonly mounter: Mounter) {}
 

@@ -24,6 +24,7 @@ class KeyedVolumePlugin implements VolumePlugin {
   readonly name: string;
   readonly source: 'configMap' | 'secret';
   readonly refresh = true;
+  readonly readOnly = true;
 
   constructor(
     private readonly spec: KeyedSource,

@@ -126,6 +126,15 @@ export class VolumeManager {
     return paths;
   }
 
+  /** The pod's volumes that containers mount read-only whatever they ask (the plugin says so). */
+  readOnlyVolumes(pod: Pod): Set<string> {
+    const names = new Set<string>();
+    for (const volume of pod.spec?.volumes ?? []) {
+      if (this.plugins.get(volumeSource(volume))?.readOnly) names.add(volume.name);
+    }
+    return names;
+  }
+
   /** Unmounts the pod's volumes and removes its directory (emptyDir content goes with the pod). */
   async tearDown(uid: string): Promise<void> {
     const volumes = podVolumesDir(this.rootDir, uid);

@@ -24,6 +24,7 @@ export class ProjectedPlugin implements VolumePlugin {
   readonly name = 'kubernetes.io/projected';
   readonly source = 'projected';
   readonly refresh = true;
+  readonly readOnly = true;
   private readonly canChown: boolean;
 
   constructor(
