@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Clock, Logger, Loop } from '@nodelet/kernel';
+import { NodeRestrictionAdmission } from './admission/node-restriction.js';
+import { ServiceAccountAdmission } from './admission/service-account.js';
 import { OpenApiDocuments } from './apiserver/openapi.js';
 import { Registry } from './apiserver/registry.js';
 import { ApiServer, type PodLogProvider, type ServerVersion } from './apiserver/server.js';
@@ -82,6 +84,7 @@ export class ControlPlane {
   private serverUrl = '';
   private housekeeping: Loop[] = [];
   private recorder?: EventRecorder;
+  private namespaceController?: NamespaceController;
 
   constructor(private readonly options: ControlPlaneOptions) {
     this.dataDir = options.dataDir;
@@ -140,6 +143,12 @@ export class ControlPlane {
       store,
       clock: o.clock,
       types: this.types,
+      admission: [
+        new ServiceAccountAdmission({
+          ensureDefaultServiceAccount: (ns) => this.namespaceController?.ensureContents(ns),
+        }),
+        new NodeRestrictionAdmission(),
+      ],
       ...(o.bookmarkIntervalMs ? { bookmarkIntervalMs: o.bookmarkIntervalMs } : {}),
     });
     this.registryRef = registry;
@@ -181,9 +190,13 @@ export class ControlPlane {
 
     this.bootstrap(address.port);
     await this.ensureBootstrapToken();
-    this.controllers.push(
-      new NamespaceController(registry, o.clock, logger.child('namespace-controller'), this.pki.ca.cert),
+    this.namespaceController = new NamespaceController(
+      registry,
+      o.clock,
+      logger.child('namespace-controller'),
+      this.pki.ca.cert,
     );
+    this.controllers.push(this.namespaceController);
     if (o.controllers?.scheduler !== false) {
       const schedulerEvents = new EventRecorder(
         registry,
@@ -217,6 +230,7 @@ export class ControlPlane {
   async stop(): Promise<void> {
     for (const loop of this.housekeeping.splice(0)) loop.stop();
     for (const c of this.controllers.splice(0).reverse()) c.stop();
+    this.namespaceController = undefined;
     await this.server?.close();
     this.server = undefined;
     this.storeRef?.close();

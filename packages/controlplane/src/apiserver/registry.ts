@@ -1,4 +1,5 @@
 import type { Clock } from '@nodelet/kernel';
+import type { AdmissionPlugin } from '../admission/admission.js';
 import type { KubeObject } from '../object.js';
 import type { RevisionStore } from '../storage/revision-store.js';
 import type { KindIndex } from './decode.js';
@@ -32,6 +33,8 @@ export interface RegistryOptions {
   types: readonly ResourceType[];
   /** How often watches that asked for bookmarks get one (ms). */
   bookmarkIntervalMs?: number;
+  /** Admission plugins run on every create (ServiceAccount, NodeRestriction). */
+  admission?: readonly AdmissionPlugin[];
 }
 
 /**
@@ -66,6 +69,7 @@ export class Registry implements KindIndex {
       context: this.context,
       kinds: this,
       bookmarkIntervalMs: options.bookmarkIntervalMs ?? 60_000,
+      admission: options.admission ?? [],
       byStorage: (storage) => this.byStorage(storage),
     };
   }
