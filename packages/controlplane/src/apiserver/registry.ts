@@ -74,8 +74,17 @@ export class Registry implements KindIndex {
     };
   }
 
+  /** Whether `kind` is served at `apiVersion`, as a resource or as the body of a subresource (Binding, TokenRequest). */
   has(apiVersion: string, kind: string): boolean {
-    return this.types.some((t) => apiVersionOf(t) === apiVersion && t.kind === kind) || kind === 'Binding';
+    return this.types.some(
+      (t) =>
+        (apiVersionOf(t) === apiVersion && t.kind === kind) ||
+        t.subresources.some(
+          (s) =>
+            s.kind === kind &&
+            apiVersionOf({ group: s.group ?? t.group, version: s.version ?? t.version }) === apiVersion,
+        ),
+    );
   }
 
   /** The resource type served at group/version/plural. */
