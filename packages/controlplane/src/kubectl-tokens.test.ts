@@ -117,3 +117,33 @@ spec:
   t.deepEqual(status.audiences, ['vault']);
   t.is(status.user.username, 'system:serviceaccount:default:default');
 });
+
+serial(
+  'kubectl describe shows the kube-api-access volume and a grpc probe (the defaults it needs are there)',
+  async (t) => {
+    const manifest = `apiVersion: v1
+kind: Pod
+metadata:
+  name: grpc
+spec:
+  containers:
+  - name: c
+    image: busybox:1.36
+    livenessProbe:
+      grpc:
+        port: 9000
+`;
+    const created = await c.kubectl(['create', '-f', '-'], { input: manifest });
+    t.is(created.code, 0, created.stderr);
+    const r = await c.kubectl(['describe', 'pod', 'grpc']);
+    t.is(r.code, 0, r.stderr);
+    t.regex(r.stdout, /Liveness:\s+grpc <pod>:9000 {2}delay=0s timeout=1s period=10s #success=1 #failure=3/);
+    t.regex(r.stdout, /kube-api-access-\w{5}:\n\s+Type:\s+Projected/);
+    t.regex(r.stdout, /TokenExpirationSeconds:\s+3607/);
+    t.regex(r.stdout, /ConfigMapName:\s+kube-root-ca\.crt/);
+    t.regex(
+      r.stdout,
+      /\/var\/run\/secrets\/kubernetes\.io\/serviceaccount from kube-api-access-\w{5} \(ro\)/,
+    );
+  },
+);
