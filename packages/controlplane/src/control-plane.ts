@@ -50,6 +50,11 @@ export interface ControlPlaneOptions {
   synchronous?: 'NORMAL' | 'FULL';
   /** Extra controllers and hooks: called after the server is up (issue 6 adds the kubelet here). */
   version?: string;
+  /**
+   * Admission plugins not to run (upstream's --disable-admission-plugins): `ServiceAccount`,
+   * `NodeRestriction`. Both run by default.
+   */
+  disableAdmissionPlugins?: readonly string[];
   /** The `iss` of service-account tokens (default https://kubernetes.default.svc.cluster.local). */
   serviceAccountIssuer?: string;
   /** The audiences API requests' tokens must name one of (default: the issuer). */
@@ -156,7 +161,7 @@ export class ControlPlane {
           ensureDefaultServiceAccount: (ns) => this.namespaceController?.ensureContents(ns),
         }),
         new NodeRestrictionAdmission(),
-      ],
+      ].filter((plugin) => !o.disableAdmissionPlugins?.includes(plugin.name)),
       ...(o.bookmarkIntervalMs ? { bookmarkIntervalMs: o.bookmarkIntervalMs } : {}),
     });
     this.registryRef = registry;

@@ -255,3 +255,14 @@ test('NodeRestriction: a node may create the mirror pod of its own node, referen
   );
   t.is(admin.metadata.name, 'z', 'the rule is about nodes; an admin may');
 });
+
+test('disableAdmissionPlugins: [ServiceAccount] leaves pods as they are sent', async (t) => {
+  const plain = await startCluster({ disableAdmissionPlugins: ['ServiceAccount'] });
+  try {
+    const p = plain.cp.registry.create(plain.cp.registry.byStorage('pods'), 'default', pod()).object;
+    t.is(p.spec.serviceAccountName, undefined);
+    t.is(p.spec.volumes, undefined);
+  } finally {
+    await plain.destroy();
+  }
+});
