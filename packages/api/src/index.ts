@@ -7,6 +7,7 @@ export * from './schema.js';
 export * from './validation.js';
 export * from './defaults.js';
 export * from './quantity.js';
+export * from './quantity-exact.js';
 export * from './human-duration.js';
 export * from './go-duration.js';
 export * from './pod-printing.js';

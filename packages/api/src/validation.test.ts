@@ -1,5 +1,5 @@
 import test from 'ava';
-import { applyPodDefaults, defaultImagePullPolicy } from './defaults.js';
+import { applyPodDefaults } from './defaults.js';
 import { formatFieldError } from './field-error.js';
 import { findSchemaErrors, findUnknownFields } from './schema.js';
 import type { Pod } from './types.js';
@@ -282,12 +282,4 @@ test('applyPodDefaults fills what the API server would, and keeps what is set', 
     failureThreshold: 3,
   });
   t.is(spec.volumes![0]!.configMap!.defaultMode, 0o644);
-});
-
-test('defaultImagePullPolicy: Always for latest or no tag, IfNotPresent for a tag or digest', (t) => {
-  t.is(defaultImagePullPolicy('nginx'), 'Always');
-  t.is(defaultImagePullPolicy('nginx:latest'), 'Always');
-  t.is(defaultImagePullPolicy('localhost:5000/nginx'), 'Always');
-  t.is(defaultImagePullPolicy('localhost:5000/nginx:1.2'), 'IfNotPresent');
-  t.is(defaultImagePullPolicy('nginx@sha256:' + 'a'.repeat(64)), 'IfNotPresent');
 });

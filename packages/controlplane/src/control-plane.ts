@@ -1,31 +1,25 @@
-import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Clock, Logger, Loop } from '@nodelet/kernel';
+import { NodeRestrictionAdmission } from './admission/node-restriction.js';
+import { ServiceAccountAdmission } from './admission/service-account.js';
 import { OpenApiDocuments } from './apiserver/openapi.js';
 import { Registry } from './apiserver/registry.js';
 import { ApiServer, type PodLogProvider, type ServerVersion } from './apiserver/server.js';
-import { ApiError } from './apiserver/status.js';
 import type { ResourceType } from './apiserver/resource-type.js';
 import { EventRecorder } from './controllers/event-recorder.js';
 import { EndpointSliceController } from './controllers/endpointslice-controller.js';
 import { NamespaceController } from './controllers/namespace-controller.js';
 import { Scheduler } from './controllers/scheduler.js';
-import { bootstrapTokenSecretType } from './apiserver/authentication.js';
+import { Authenticator } from './apiserver/authentication.js';
+import { ensureServiceAccountKey } from './serviceaccount/signing-key.js';
+import { ServiceAccountTokens } from './serviceaccount/tokens.js';
 import { CsrController } from './controllers/csr-controller.js';
-import {
-  ensureNodeCert,
-  ensurePki,
-  readBootstrapToken,
-  writeKubeconfig,
-  writeTokenKubeconfig,
-  type KeyPair,
-  type Pki,
-} from './pki.js';
+import { ensureBootstrapToken, ensureClusterObjects } from './cluster-bootstrap.js';
+import { ensureNodeCert, ensurePki, writeKubeconfig, type KeyPair, type Pki } from './pki.js';
 import { parseCidr, parsePortRange, ServiceAllocator } from './resources/allocators.js';
 import { servedResources } from './resources/index.js';
 import { RevisionStore } from './storage/revision-store.js';
-import type { KubeObject } from './object.js';
 
 /**
  * The embedded control plane: the revision store, the API server on HTTPS, and the controllers a node
@@ -56,6 +50,20 @@ export interface ControlPlaneOptions {
   synchronous?: 'NORMAL' | 'FULL';
   /** Extra controllers and hooks: called after the server is up (issue 6 adds the kubelet here). */
   version?: string;
+  /**
+   * Admission plugins not to run (upstream's --disable-admission-plugins): `ServiceAccount`,
+   * `NodeRestriction`. Both run by default.
+   */
+  disableAdmissionPlugins?: readonly string[];
+  /** The `iss` of service-account tokens (default https://kubernetes.default.svc.cluster.local). */
+  serviceAccountIssuer?: string;
+  /** The audiences API requests' tokens must name one of (default: the issuer). */
+  apiAudiences?: string[];
+  /**
+   * Pod-bound tokens asked for 3607 s (what every pod's kube-api-access volume asks) are valid for a
+   * year and only warn after 3607 s (upstream's --service-account-extend-token-expiration; default true).
+   */
+  extendTokenExpiration?: boolean;
 }
 
 export interface Controller {
@@ -82,6 +90,8 @@ export class ControlPlane {
   private serverUrl = '';
   private housekeeping: Loop[] = [];
   private recorder?: EventRecorder;
+  private namespaceController?: NamespaceController;
+  private serviceAccountTokens?: ServiceAccountTokens;
 
   constructor(private readonly options: ControlPlaneOptions) {
     this.dataDir = options.dataDir;
@@ -121,6 +131,12 @@ export class ControlPlane {
     return this.pki.admin;
   }
 
+  /** Issues and checks service-account tokens (the TokenRequest and TokenReview APIs use it). */
+  get serviceAccounts(): ServiceAccountTokens {
+    if (!this.serviceAccountTokens) throw new Error('the control plane is not started');
+    return this.serviceAccountTokens;
+  }
+
   get events(): EventRecorder {
     if (!this.recorder) throw new Error('the control plane is not started');
     return this.recorder;
@@ -140,6 +156,12 @@ export class ControlPlane {
       store,
       clock: o.clock,
       types: this.types,
+      admission: [
+        new ServiceAccountAdmission({
+          ensureDefaultServiceAccount: (ns) => this.namespaceController?.ensureContents(ns),
+        }),
+        new NodeRestrictionAdmission(),
+      ].filter((plugin) => !o.disableAdmissionPlugins?.includes(plugin.name)),
       ...(o.bookmarkIntervalMs ? { bookmarkIntervalMs: o.bookmarkIntervalMs } : {}),
     });
     this.registryRef = registry;
@@ -159,7 +181,23 @@ export class ControlPlane {
       compiler: 'nodelet',
       platform: `${process.platform}/${process.arch === 'x64' ? 'amd64' : process.arch}`,
     };
+    const serviceAccounts = new ServiceAccountTokens({
+      key: await ensureServiceAccountKey(join(this.dataDir, 'pki')),
+      clock: o.clock,
+      store,
+      ...(o.serviceAccountIssuer ? { issuer: o.serviceAccountIssuer } : {}),
+      ...(o.apiAudiences ? { apiAudiences: o.apiAudiences } : {}),
+    });
+    this.serviceAccountTokens = serviceAccounts;
     const server = new ApiServer({
+      authenticator: new Authenticator({ store, clock: o.clock, serviceAccounts }),
+      tokenRequests: {
+        store,
+        clock: o.clock,
+        tokens: serviceAccounts,
+        kinds: registry,
+        extendExpiration: o.extendTokenExpiration ?? true,
+      },
       registry,
       openapi: new OpenApiDocuments(this.types, version.gitVersion),
       clock: o.clock,
@@ -179,11 +217,15 @@ export class ControlPlane {
       user: 'nodelet-admin',
     });
 
-    this.bootstrap(address.port);
-    await this.ensureBootstrapToken();
-    this.controllers.push(
-      new NamespaceController(registry, o.clock, logger.child('namespace-controller'), this.pki.ca.cert),
+    ensureClusterObjects(registry, this.allocator.firstIP, address.port);
+    await ensureBootstrapToken(registry, this.bootstrapKubeconfigPath, this.serverUrl, this.pki.ca.cert);
+    this.namespaceController = new NamespaceController(
+      registry,
+      o.clock,
+      logger.child('namespace-controller'),
+      this.pki.ca.cert,
     );
+    this.controllers.push(this.namespaceController);
     if (o.controllers?.scheduler !== false) {
       const schedulerEvents = new EventRecorder(
         registry,
@@ -217,6 +259,7 @@ export class ControlPlane {
   async stop(): Promise<void> {
     for (const loop of this.housekeeping.splice(0)) loop.stop();
     for (const c of this.controllers.splice(0).reverse()) c.stop();
+    this.namespaceController = undefined;
     await this.server?.close();
     this.server = undefined;
     this.storeRef?.close();
@@ -257,104 +300,6 @@ export class ControlPlane {
   /** Compacts history up to the newest revision (or `rev`): watches from before it get 410 Gone. */
   compact(rev?: number): number {
     return this.store.compact(rev ?? this.store.revision);
-  }
-
-  /** The namespaces every cluster has, and the `kubernetes` Service pointing at this server. */
-  private bootstrap(port: number): void {
-    const registry = this.registry;
-    const namespaces = registry.byStorage('namespaces');
-    for (const name of ['default', 'kube-system', 'kube-public', 'kube-node-lease']) {
-      if (!registry.store.get('namespaces', '', name)) {
-        registry.create(namespaces, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
-      }
-    }
-    const services = registry.byStorage('services');
-    const desiredPorts = [{ name: 'https', port: 443, protocol: 'TCP', targetPort: port }];
-    const svc = registry.store.get('services', 'default', 'kubernetes')?.object;
-    if (!svc) {
-      registry.create(services, 'default', {
-        apiVersion: 'v1',
-        kind: 'Service',
-        metadata: { name: 'kubernetes', labels: { component: 'apiserver', provider: 'kubernetes' } },
-        spec: {
-          type: 'ClusterIP',
-          clusterIP: this.allocator.firstIP,
-          ports: desiredPorts,
-          sessionAffinity: 'None',
-        },
-      });
-    } else if (svc.spec?.ports?.[0]?.targetPort !== port) {
-      registry.store.update('services', 'default', 'kubernetes', (s) => {
-        s.spec.ports = desiredPorts;
-        return s;
-      });
-    }
-    const slices = registry.byStorage('endpointslices');
-    const slice: KubeObject = {
-      apiVersion: 'discovery.k8s.io/v1',
-      kind: 'EndpointSlice',
-      metadata: {
-        name: 'kubernetes',
-        namespace: 'default',
-        labels: { 'kubernetes.io/service-name': 'kubernetes' },
-      },
-      addressType: 'IPv4',
-      endpoints: [{ addresses: ['127.0.0.1'], conditions: { ready: true } }],
-      ports: [{ name: 'https', port, protocol: 'TCP' }],
-    };
-    const existing = registry.store.get('endpointslices', 'default', 'kubernetes')?.object;
-    try {
-      if (!existing) registry.create(slices, 'default', slice);
-      else if (existing.ports?.[0]?.port !== port) {
-        registry.store.update('endpointslices', 'default', 'kubernetes', (e) => ({
-          ...e,
-          ports: slice.ports,
-          endpoints: slice.endpoints,
-        }));
-      }
-    } catch (err) {
-      if (!(err instanceof ApiError && err.code === 409)) throw err;
-    }
-  }
-
-  /**
-   * One bootstrap token (a `bootstrap-token-<id>` Secret in kube-system, as `kubeadm token create` makes)
-   * and `<dataDir>/bootstrap-kubeconfig` holding it: a kubelet given that file as
-   * `--bootstrap-kubeconfig` asks for its client certificate, which the CSR controller approves and
-   * signs. The token is kept across restarts while its Secret exists; it does not expire (delete the
-   * Secret to revoke it, and a new one is made at the next start).
-   */
-  private async ensureBootstrapToken(): Promise<void> {
-    const store = this.registry.store;
-    let token = await readBootstrapToken(this.bootstrapKubeconfigPath);
-    const id = token?.split('.')[0];
-    if (!token || !id || !store.get('secrets', 'kube-system', `bootstrap-token-${id}`)) {
-      const alphabet = 'abcdefghijklmnopqrstuvwxyz0123456789';
-      const random = (n: number) => [...randomBytes(n)].map((b) => alphabet[b % alphabet.length]).join('');
-      token = `${random(6)}.${random(16)}`;
-      const [newId, secret] = token.split('.') as [string, string];
-      const b64 = (v: string) => Buffer.from(v).toString('base64');
-      this.registry.create(this.registry.byStorage('secrets'), 'kube-system', {
-        apiVersion: 'v1',
-        kind: 'Secret',
-        metadata: { name: `bootstrap-token-${newId}` },
-        type: bootstrapTokenSecretType,
-        data: {
-          description: b64('made by nodelet up for kubelets joining by TLS bootstrapping'),
-          'token-id': b64(newId),
-          'token-secret': b64(secret),
-          'usage-bootstrap-authentication': b64('true'),
-          'usage-bootstrap-signing': b64('true'),
-          'auth-extra-groups': b64('system:bootstrappers:nodelet:default-node-token'),
-        },
-      });
-    }
-    await writeTokenKubeconfig(this.bootstrapKubeconfigPath, {
-      server: this.serverUrl,
-      ca: this.caCert,
-      token,
-      user: 'kubelet-bootstrap',
-    });
   }
 
   private startHousekeeping(): void {

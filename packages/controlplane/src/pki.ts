@@ -46,7 +46,7 @@ async function exists(path: string): Promise<boolean> {
   }
 }
 
-async function writeSecret(path: string, content: string): Promise<void> {
+export async function writeSecret(path: string, content: string): Promise<void> {
   await mkdir(dirname(path), { recursive: true, mode: 0o700 });
   const tmp = `${path}.tmp-${process.pid}`;
   await writeFile(tmp, content, { mode: 0o600 });

@@ -2,7 +2,8 @@ import test from 'ava';
 import { rm } from 'node:fs/promises';
 import { request } from 'node:https';
 import { readFile } from 'node:fs/promises';
-import { readyNode, startCluster, waitFor, kubectlTests } from './test-helpers.js';
+import { apiRequest, readyNode, startCluster, waitFor, kubectlTests } from './test-helpers.js';
+import { tokenPath } from './test-tokens.js';
 
 const kubectlTest = kubectlTests(test);
 
@@ -104,3 +105,33 @@ kubectlTest(
     }
   },
 );
+
+test('a service-account token issued before a restart still authenticates after it (the signing key is kept)', async (t) => {
+  const first = await startCluster();
+  const dataDir = first.dataDir;
+  try {
+    const issued = await first.api('POST', tokenPath('default', 'default'), {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'TokenRequest',
+      spec: {},
+    });
+    t.is(issued.status, 201, issued.text);
+    await first.stop();
+    const second = await startCluster({ dataDir });
+    try {
+      const r = await apiRequest(
+        second.cp,
+        { headers: { authorization: `Bearer ${issued.json.status.token}` } },
+        'POST',
+        '/apis/authentication.k8s.io/v1/selfsubjectreviews',
+        { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+      );
+      t.is(r.status, 201, r.text);
+      t.is(r.json.status.userInfo.username, 'system:serviceaccount:default:default');
+    } finally {
+      await second.stop();
+    }
+  } finally {
+    await rm(dataDir, { recursive: true, force: true });
+  }
+});

@@ -291,6 +291,7 @@ test.serial(
       'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList',
     );
     t.deepEqual(aggregated.json.items.map((g: any) => g.metadata.name).sort(), [
+      'authentication.k8s.io',
       'certificates.k8s.io',
       'coordination.k8s.io',
       'discovery.k8s.io',

@@ -1,15 +1,20 @@
 import { timingSafeEqual } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { TLSSocket } from 'node:tls';
+import type { Clock } from '@nodelet/kernel';
 import { certificateUser } from '../pki.js';
+import { TokenRejected, type ServiceAccountTokens } from '../serviceaccount/tokens.js';
 import type { RevisionStore } from '../storage/revision-store.js';
 import type { RequestUser } from './resource-type.js';
 import { ApiError } from './status.js';
 
 /**
- * Who a request is: a client certificate signed by the cluster CA (CN is the user, O the groups), or a
- * bootstrap token (`Authorization: Bearer <id>.<secret>`) — upstream's bootstrap-token authenticator,
- * backed by the `bootstrap-token-<id>` Secrets of kube-system. Anything else is 401.
+ * Who a request is, as upstream's authenticator chain decides: a client certificate signed by the
+ * cluster CA (CN is the user, O the groups); else the bearer token — a service-account token of this
+ * cluster (a JWT signed with its service-account key: serviceaccount/tokens.ts) or a bootstrap token
+ * (`<id>.<secret>`, upstream's bootstrap-token authenticator, backed by the `bootstrap-token-<id>`
+ * Secrets of kube-system). Every authenticated user is in `system:authenticated`. Anything else is 401,
+ * with a message that says why.
  */
 
 export const bootstrapTokenSecretType = 'bootstrap.kubernetes.io/token';
@@ -17,24 +22,77 @@ export const bootstrappersGroup = 'system:bootstrappers';
 
 const tokenPattern = /^([a-z0-9]{6})\.([a-z0-9]{16})$/;
 
-export function authenticate(req: IncomingMessage, store: RevisionStore, now: number): RequestUser {
-  const socket = req.socket as TLSSocket;
-  if (socket.authorized) {
-    const user = certificateUser(subjectText(socket));
-    return { ...user, groups: [...user.groups, 'system:authenticated'] };
+export interface AuthenticatorOptions {
+  store: RevisionStore;
+  clock: Clock;
+  /** Service-account tokens; without them only certificates and bootstrap tokens authenticate. */
+  serviceAccounts?: ServiceAccountTokens;
+}
+
+/** What a token authenticates as (a TokenReview's answer): the user, or why not. */
+export interface TokenResult {
+  user?: RequestUser;
+  /** The audiences the token is good for among those asked for. */
+  audiences: string[];
+  error?: string;
+}
+
+export class Authenticator {
+  constructor(private readonly o: AuthenticatorOptions) {}
+
+  /** The API audiences (the service-account issuer's by default). */
+  get apiAudiences(): readonly string[] {
+    return this.o.serviceAccounts?.apiAudiences ?? [];
   }
-  const header = req.headers.authorization;
-  const bearer = header && /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1];
-  if (bearer) {
-    const user = bootstrapTokenUser(bearer, store, now);
-    if (user) return user;
-    throw new ApiError(401, 'Unauthorized', 'Unauthorized: the bearer token is not a valid bootstrap token');
+
+  async authenticate(req: IncomingMessage): Promise<RequestUser> {
+    const socket = req.socket as TLSSocket;
+    // Node counts a resumed TLS 1.3 session without a client certificate as authorized: only a
+    // certificate that is there names a user.
+    if (socket.authorized && socket.getPeerCertificate()?.subject) {
+      const user = certificateUser(subjectText(socket));
+      return { ...user, groups: [...user.groups, 'system:authenticated'] };
+    }
+    const header = req.headers.authorization;
+    const bearer = header && /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1];
+    if (bearer) {
+      const result = await this.authenticateToken(bearer);
+      if (result.user) return result.user;
+      throw new ApiError(401, 'Unauthorized', `Unauthorized: ${result.error}`);
+    }
+    throw new ApiError(
+      401,
+      'Unauthorized',
+      'Unauthorized: a client certificate signed by the cluster CA, a service-account token or a bootstrap token is required',
+    );
   }
-  throw new ApiError(
-    401,
-    'Unauthorized',
-    'Unauthorized: a client certificate signed by the cluster CA or a bootstrap token is required',
-  );
+
+  /** A bearer token checked for `audiences` (default: the API server's). */
+  async authenticateToken(token: string, audiences?: readonly string[]): Promise<TokenResult> {
+    const api = this.apiAudiences;
+    const wanted = audiences && audiences.length > 0 ? audiences : api;
+    const sa = this.o.serviceAccounts;
+    if (sa) {
+      try {
+        const found = await sa.authenticate(token, wanted);
+        if (found) return { user: found.user, audiences: found.audiences };
+      } catch (err) {
+        if (err instanceof TokenRejected) return { audiences: [], error: err.message };
+        throw err;
+      }
+    }
+    const user = bootstrapTokenUser(token, this.o.store, this.o.clock.now());
+    if (user) {
+      // A bootstrap token knows no audiences: it is good for the API server's (upstream's
+      // audience-agnostic wrapper), and for no other.
+      const granted = wanted.filter((a) => api.includes(a));
+      return api.length === 0 || granted.length > 0 ? { user, audiences: granted } : { audiences: [] };
+    }
+    const error = tokenPattern.test(token)
+      ? 'the bootstrap token is not valid (unknown, expired or not for authentication)'
+      : 'the bearer token is neither a service-account token of this cluster nor a bootstrap token';
+    return { audiences: [], error };
+  }
 }
 
 /** The peer certificate's subject as `CN=…, O=…` text. */

@@ -37,14 +37,19 @@ const packages: Record<string, string> = {
   'coordination.k8s.io': 'io.k8s.api.coordination.v1',
   'discovery.k8s.io': 'io.k8s.api.discovery.v1',
   'events.k8s.io': 'io.k8s.api.events.v1',
+  'authentication.k8s.io': 'io.k8s.api.authentication.v1',
 };
 
 const prefixes: [RegExp, string | undefined][] = [
   [/^CoreV1(.+)$/, 'io.k8s.api.core.v1'],
   [/^EventsV1(.+)$/, 'io.k8s.api.events.v1'],
   [/^DiscoveryV1(.+)$/, 'io.k8s.api.discovery.v1'],
+  [/^AuthenticationV1(.+)$/, 'io.k8s.api.authentication.v1'],
   [/^V1(.+)$/, undefined],
 ];
+
+/** The models of subresource kinds served with a POST of their own (`serviceaccounts/<name>/token`). */
+const subresourceModels: Record<string, string> = { TokenRequest: 'AuthenticationV1TokenRequest' };
 
 const arrayType = /^Array<(.+)>$/;
 const mapType = /^\{ \[key: string\]: (.+); \}$/;
@@ -268,6 +273,14 @@ function build(types: readonly ResourceType[], refPrefix: string, v2: boolean): 
       ),
       queryParam('timeoutSeconds', 'integer', 'Timeout for the list/watch call.'),
     ];
+    if (t.stateless) {
+      // Create only: the reviews answer a POST and store nothing.
+      paths[collection] = {
+        post: op('post', 'create', ref, body(ref)),
+        ...pathParams(t.namespaced, false, v2),
+      };
+      continue;
+    }
     paths[collection] = {
       get: op('list', 'list', listRef, { parameters: listParams }),
       post: op('post', 'create', ref, body(ref)),
@@ -292,6 +305,20 @@ function build(types: readonly ResourceType[], refPrefix: string, v2: boolean): 
       ...pathParams(t.namespaced, true, v2),
     };
     for (const sub of t.subresources) {
+      const subModel = subresourceModels[sub.kind];
+      if (sub.name !== 'status' && subModel && sub.group !== undefined) {
+        const subPkg = packages[sub.group] ?? `io.k8s.api.${sub.group.split('.')[0]}.${sub.version}`;
+        const subRef = set.ref(subModel, subPkg);
+        set.add(subModel, subPkg, { group: sub.group, version: sub.version ?? 'v1', kind: sub.kind });
+        paths[`${item}/${sub.name}`] = {
+          post: op('post', 'create', subRef, {
+            ...body(subRef),
+            operationId: `create${t.group ? groupId(t.group) : 'Core'}V1${t.namespaced ? 'Namespaced' : ''}${t.kind}${sub.kind.replace(/Request$/, '')}`,
+            'x-kubernetes-group-version-kind': { group: sub.group, version: sub.version, kind: sub.kind },
+          }),
+          ...pathParams(t.namespaced, true, v2),
+        };
+      }
       if (sub.name !== 'status') continue;
       paths[`${item}/status`] = {
         get: op('get', 'read', ref, {

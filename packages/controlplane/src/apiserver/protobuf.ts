@@ -2,8 +2,8 @@ import { badRequest, unsupportedMediaType } from './status.js';
 
 /**
  * Request bodies in the Kubernetes protobuf encoding (`application/vnd.kubernetes.protobuf`), for the kinds
- * kubectl's typed clients send that way: `kubectl create namespace|configmap|secret|service|serviceaccount`
- * and `kubectl certificate approve|deny`.
+ * kubectl's typed clients send that way: `kubectl create namespace|configmap|secret|service|serviceaccount`,
+ * `kubectl certificate approve|deny`, `kubectl create token` and `kubectl auth whoami`.
  * The envelope is the 4-byte magic `k8s\0` and a runtime.Unknown (typeMeta, raw, contentEncoding,
  * contentType); `raw` is the object's message. The field numbers are those of the upstream Go types'
  * `protobuf` struct tags. A body of another kind is refused (415) with a message that says to send JSON.
@@ -121,6 +121,31 @@ const messages: Record<string, Fields> = {
     6: ['appProtocol', 'string'],
   },
   ServiceStatus: {},
+  // authentication.k8s.io/v1: `kubectl create token`, `kubectl auth whoami`, TokenReviews of typed clients.
+  TokenRequest: {
+    1: ['metadata', { message: 'ObjectMeta' }],
+    2: ['spec', { message: 'TokenRequestSpec' }],
+  },
+  TokenRequestSpec: {
+    1: ['audiences', { repeated: 'string' }],
+    3: ['boundObjectRef', { message: 'BoundObjectReference' }],
+    4: ['expirationSeconds', 'int'],
+  },
+  BoundObjectReference: {
+    1: ['kind', 'string'],
+    2: ['apiVersion', 'string'],
+    3: ['name', 'string'],
+    4: ['uid', 'string'],
+  },
+  TokenReview: {
+    1: ['metadata', { message: 'ObjectMeta' }],
+    2: ['spec', { message: 'TokenReviewSpec' }],
+  },
+  TokenReviewSpec: {
+    1: ['token', 'string'],
+    2: ['audiences', { repeated: 'string' }],
+  },
+  SelfSubjectReview: { 1: ['metadata', { message: 'ObjectMeta' }] },
   // `kubectl certificate approve|deny` sends the whole object to the approval subresource.
   CertificateSigningRequest: {
     1: ['metadata', { message: 'ObjectMeta' }],

@@ -1,5 +1,6 @@
 /** The options and results of the registry's operations (the query parameters and bodies of REST calls). */
 import type { Clock } from '@nodelet/kernel';
+import type { AdmissionPlugin } from '../admission/admission.js';
 import type { KubeObject } from '../object.js';
 import type { RevisionStore } from '../storage/revision-store.js';
 import type { FieldValidation, KindIndex } from './decode.js';
@@ -68,5 +69,7 @@ export interface RegistryParts {
   readonly context: StrategyContext;
   readonly kinds: KindIndex;
   readonly bookmarkIntervalMs: number;
+  /** Run on every create, in order, after defaulting and before validation. */
+  readonly admission: readonly AdmissionPlugin[];
   byStorage(storage: string): ResourceType;
 }

@@ -51,6 +51,7 @@ export function createObject(
     delete meta.namespace;
   }
   if (meta.resourceVersion) throw badRequest('resourceVersion should not be set on objects to be created');
+  const requestName = meta.name || (typeof meta.generateName === 'string' ? meta.generateName : '');
   if (!meta.name && typeof meta.generateName === 'string' && meta.generateName) {
     meta.name = meta.generateName + randomSuffix();
   }
@@ -62,6 +63,8 @@ export function createObject(
   delete meta.selfLink;
   delete meta.managedFields;
   t.strategy.prepareForCreate?.(obj, p.context, options.user);
+  const request = { user: options.user, dryRun: options.dryRun === true, name: requestName };
+  for (const plugin of p.admission) plugin.admitCreate(t, obj, p.context, request);
   mustBeValid(t, obj, t.strategy.validate?.(obj, p.context) ?? []);
   if (options.dryRun) return { object: toApi(t, obj), warnings };
   try {

@@ -1,4 +1,5 @@
 import type { Clock } from '@nodelet/kernel';
+import type { AdmissionPlugin } from '../admission/admission.js';
 import type { KubeObject } from '../object.js';
 import type { RevisionStore } from '../storage/revision-store.js';
 import type { KindIndex } from './decode.js';
@@ -32,6 +33,8 @@ export interface RegistryOptions {
   types: readonly ResourceType[];
   /** How often watches that asked for bookmarks get one (ms). */
   bookmarkIntervalMs?: number;
+  /** Admission plugins run on every create (ServiceAccount, NodeRestriction). */
+  admission?: readonly AdmissionPlugin[];
 }
 
 /**
@@ -66,12 +69,22 @@ export class Registry implements KindIndex {
       context: this.context,
       kinds: this,
       bookmarkIntervalMs: options.bookmarkIntervalMs ?? 60_000,
+      admission: options.admission ?? [],
       byStorage: (storage) => this.byStorage(storage),
     };
   }
 
+  /** Whether `kind` is served at `apiVersion`, as a resource or as the body of a subresource (Binding, TokenRequest). */
   has(apiVersion: string, kind: string): boolean {
-    return this.types.some((t) => apiVersionOf(t) === apiVersion && t.kind === kind) || kind === 'Binding';
+    return this.types.some(
+      (t) =>
+        (apiVersionOf(t) === apiVersion && t.kind === kind) ||
+        t.subresources.some(
+          (s) =>
+            s.kind === kind &&
+            apiVersionOf({ group: s.group ?? t.group, version: s.version ?? t.version }) === apiVersion,
+        ),
+    );
   }
 
   /** The resource type served at group/version/plural. */

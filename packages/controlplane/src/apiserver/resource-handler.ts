@@ -6,6 +6,9 @@ import { parseBody, parseFieldValidation } from './decode.js';
 import { negotiate } from './negotiation.js';
 import { patchTypeOf } from './patch.js';
 import { servePodLogs, type PodLogProvider } from './pod-logs.js';
+import { requestToken, type TokenRequestContext } from '../serviceaccount/token-request.js';
+import type { Authenticator } from './authentication.js';
+import { review } from './reviews.js';
 import type { Registry } from './registry.js';
 import { boolParam, deleteOptions, intParam, readBody, type ResourceRequest } from './request-params.js';
 import type { RequestUser } from './resource-type.js';
@@ -22,6 +25,9 @@ export interface ServeContext {
   readonly minWatchTimeoutMs: number | undefined;
   /** The open watch streams, each by the function that ends it. */
   readonly watches: Set<() => void>;
+  readonly authenticator: Authenticator;
+  /** `serviceaccounts/<name>/token`; absent: not served. */
+  readonly tokenRequests: TokenRequestContext | undefined;
 }
 
 export function resolveResource(
@@ -72,6 +78,13 @@ export async function serveResource(
   if (q.getAll('dryRun').some((v) => v !== 'All'))
     throw badRequest(`dryRun: Unsupported value: "${q.get('dryRun')}": supported values: "All"`);
   const namespace = r.namespace ?? '';
+  if (t.stateless) {
+    if (method !== 'POST' || r.name !== undefined || r.watchPath) throw methodNotAllowed();
+    const body = parseBody(await readBody(req, ctx.maxBodyBytes), req.headers['content-type']);
+    const fieldValidation = parseFieldValidation(q.get('fieldValidation'));
+    const { object, warnings } = await review(t, body, user, ctx.authenticator, registry, fieldValidation);
+    return send(res, 201, object, negotiate(req.headers.accept), warnings);
+  }
   if (r.name === undefined) {
     // Collection.
     const listOptions = {
@@ -114,6 +127,21 @@ export async function serveResource(
   if (sub === 'log') {
     if (method !== 'GET') throw methodNotAllowed();
     return servePodLogs(ctx, res, namespace, name, q);
+  }
+  if (sub === 'token') {
+    if (method !== 'POST') throw methodNotAllowed();
+    if (!ctx.tokenRequests)
+      throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
+    const body = parseBody(await readBody(req, ctx.maxBodyBytes), req.headers['content-type']);
+    const fieldValidation = parseFieldValidation(q.get('fieldValidation'));
+    const { object, warnings } = await requestToken(
+      ctx.tokenRequests,
+      namespace,
+      name,
+      body,
+      fieldValidation,
+    );
+    return send(res, 201, object, negotiate(req.headers.accept), warnings);
   }
   if (sub === 'binding') {
     if (method !== 'POST') throw methodNotAllowed();

@@ -7,11 +7,13 @@ import type { KubeObject } from '../object.js';
  * Table, which fields a field selector may name, and its strategy (defaults, validation, what an update
  * may change) — the parts of upstream's registry/<resource>/strategy.go that a node cluster needs.
  */
-/** The authenticated user of a request (from a client certificate or a bootstrap token). */
+/** The authenticated user of a request (a client certificate, a bootstrap or a service-account token). */
 export interface RequestUser {
   name: string;
   uid?: string;
   groups: string[];
+  /** Further facts the authenticator knows (a service account token's pod and node). */
+  extra?: Record<string, string[]>;
 }
 
 export type Verb = 'get' | 'list' | 'watch' | 'create' | 'update' | 'patch' | 'delete' | 'deletecollection';
@@ -110,6 +112,11 @@ export interface ResourceType {
   storage: string;
   /** Whether `.status` is owned by the status subresource (ignored by create/update of the main resource). */
   statusSubresource: boolean;
+  /**
+   * Nothing is stored: a POST of the collection computes its answer from the body (TokenReview,
+   * SelfSubjectReview); the other verbs are not served.
+   */
+  stateless?: boolean;
   /** Returned on delete: the deleted object (pods, services) rather than a Success Status. */
   returnDeletedObject?: boolean;
   columns: readonly TableColumn[];

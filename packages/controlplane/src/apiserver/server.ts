@@ -2,7 +2,8 @@ import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Clock, Logger } from '@nodelet/kernel';
-import { authenticate, authorize } from './authentication.js';
+import { authorize, type Authenticator } from './authentication.js';
+import type { TokenRequestContext } from '../serviceaccount/token-request.js';
 import {
   aggregatedDiscovery,
   aggregatedDiscoveryType,
@@ -23,7 +24,7 @@ import { ApiError, internalError, type Status } from './status.js';
 export type { PodLogOptions, PodLogProvider } from './pod-logs.js';
 
 /**
- * The HTTPS front of the control plane: authentication by client certificate or bootstrap token, the discovery and OpenAPI
+ * The HTTPS front of the control plane: authentication (authentication.ts), the discovery and OpenAPI
  * endpoints, and the resource URLs (`/api/v1/namespaces/{ns}/pods/{name}/status`, …) mapped onto the
  * Registry, with content negotiation (JSON, YAML, Table, PartialObjectMetadata), watch streaming and
  * Status errors. The resource URLs are served by resource-handler.ts, watches by watch-stream.ts.
@@ -49,6 +50,9 @@ export interface ApiServerOptions {
   tls: { key: string; cert: string; ca: string };
   /** Pod log providers by node name. */
   logProviders: ReadonlyMap<string, PodLogProvider>;
+  authenticator: Authenticator;
+  /** Serves `serviceaccounts/<name>/token` (TokenRequest) when given. */
+  tokenRequests?: TokenRequestContext;
   /** Largest accepted request body (upstream: 3 MiB). */
   maxBodyBytes?: number;
   /** Watches without timeoutSeconds end after a random time in [min, 2·min) (upstream: 30 min). */
@@ -70,6 +74,8 @@ export class ApiServer {
       logProviders: options.logProviders,
       minWatchTimeoutMs: options.minWatchTimeoutMs,
       watches: this.watches,
+      authenticator: options.authenticator,
+      tokenRequests: options.tokenRequests,
     };
   }
 
@@ -123,7 +129,7 @@ export class ApiServer {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     try {
-      const user = authenticate(req, this.options.registry.store, this.options.clock.now());
+      const user = await this.options.authenticator.authenticate(req);
       const url = new URL(req.url ?? '/', 'https://localhost');
       authorize(user, req.method ?? 'GET', url.pathname.replace(/\/+$/, '') || '/');
       await this.route(req, res, url, user);

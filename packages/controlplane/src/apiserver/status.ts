@@ -173,13 +173,15 @@ export function causeReason(message: string): string {
 }
 
 /**
- * 422 Invalid: `Pod "x" is invalid: spec.containers: Required value`, or with several errors
+ * 422 Invalid: `Pod "x" is invalid: spec.containers: Required value` (a kind of a named group is qualified:
+ * `TokenRequest.authentication.k8s.io "" is invalid: …`), or with several errors
  * `Pod "x" is invalid: [a: …, b: …]`; one cause per field error.
  */
 export function invalid(kind: string, group: string, name: string, errors: readonly FieldError[]): ApiError {
   const parts = errors.map((e) => `${e.field}: ${e.message}`);
   const list = parts.length === 1 ? parts[0]! : `[${parts.join(', ')}]`;
-  return new ApiError(422, 'Invalid', `${kind} "${name}" is invalid: ${list}`, {
+  const qualifiedKind = group ? `${kind}.${group}` : kind;
+  return new ApiError(422, 'Invalid', `${qualifiedKind} "${name}" is invalid: ${list}`, {
     name,
     ...(group ? { group } : {}),
     kind,

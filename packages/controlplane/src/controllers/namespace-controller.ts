@@ -44,6 +44,15 @@ export class NamespaceController {
     this.queue.stop();
   }
 
+  /**
+   * Makes what an active namespace holds now, without waiting for the queue: the ServiceAccount
+   * admission step calls it for a pod created right after its namespace.
+   */
+  ensureContents(name: string): void {
+    const ns = this.registry.store.get('namespaces', '', name)?.object;
+    if (ns && !ns.metadata.deletionTimestamp) this.sync(name);
+  }
+
   private sync(name: string): void {
     const ns = this.registry.store.get('namespaces', '', name)?.object;
     if (!ns) return;

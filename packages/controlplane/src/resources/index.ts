@@ -1,5 +1,6 @@
 import type { ResourceType } from '../apiserver/resource-type.js';
 import type { ServiceAllocator } from './allocators.js';
+import { selfSubjectReviews, tokenReviews } from './authentication.js';
 import { certificateSigningRequests } from './certificates.js';
 import { pods } from './pods.js';
 import { makeServices } from './services.js';
@@ -26,6 +27,8 @@ export function servedResources(allocator: ServiceAllocator): ResourceType[] {
     leases,
     eventsV1,
     certificateSigningRequests,
+    tokenReviews,
+    selfSubjectReviews,
   ];
 }
 

@@ -53,6 +53,16 @@ export function podQosClass(pod: Pod): 'Guaranteed' | 'Burstable' | 'BestEffort'
   return 'Burstable';
 }
 
+/**
+ * The v1 conversion of the deprecated `serviceAccount`: it fills an empty `serviceAccountName`, and it
+ * always reads as `serviceAccountName`. (The ServiceAccount admission step defaults the name.)
+ */
+function mirrorServiceAccount(spec: Record<string, any>): void {
+  if (!spec.serviceAccountName && spec.serviceAccount) spec.serviceAccountName = spec.serviceAccount;
+  if (spec.serviceAccountName) spec.serviceAccount = spec.serviceAccountName;
+  else delete spec.serviceAccount;
+}
+
 function safe(f: () => number): number {
   try {
     return f();
@@ -201,8 +211,7 @@ export const pods: ResourceType = {
       Object.assign(obj, defaulted);
       const spec = isObject(obj.spec) ? obj.spec : undefined;
       if (spec) {
-        spec.serviceAccountName ??= spec.serviceAccount ?? 'default';
-        spec.serviceAccount = spec.serviceAccountName;
+        mirrorServiceAccount(spec);
         spec.priority ??= 0;
         spec.preemptionPolicy ??= 'PreemptLowerPriority';
         if (Array.isArray(spec.tolerations) || spec.tolerations === undefined) {
@@ -223,6 +232,7 @@ export const pods: ResourceType = {
     validate: (obj) => validatePod(obj as Pod),
     prepareForUpdate(obj, old) {
       obj.status = old.status;
+      if (isObject(obj.spec)) mirrorServiceAccount(obj.spec);
     },
     validateUpdate: (obj, old) => [...validatePod(obj as Pod), ...validatePodUpdate(obj, old)],
     gracePeriodSeconds(obj, requested) {

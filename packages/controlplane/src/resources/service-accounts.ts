@@ -13,6 +13,9 @@ export const serviceAccounts: ResourceType = base({
   namespaced: true,
   model: 'V1ServiceAccount',
   shortNames: ['sa'],
+  subresources: [
+    { name: 'token', kind: 'TokenRequest', group: 'authentication.k8s.io', version: 'v1', verbs: ['create'] },
+  ],
   columns: [
     nameColumn,
     {

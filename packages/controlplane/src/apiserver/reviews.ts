@@ -1,0 +1,56 @@
+import type { KubeObject } from '../object.js';
+import type { Authenticator } from './authentication.js';
+import { decodeObject, type FieldValidation, type KindIndex } from './decode.js';
+import type { RequestUser, ResourceType } from './resource-type.js';
+import { badRequest, methodNotAllowed } from './status.js';
+
+/**
+ * The reviews of authentication.k8s.io/v1, answered from the request alone (nothing is stored):
+ *
+ * - TokenReview (pkg/registry/authentication/tokenreview): does `spec.token` authenticate, for
+ *   `spec.audiences` (default: the API server's)? `status.authenticated`, `status.user`,
+ *   `status.audiences` and `status.error`, as the API server's own authenticator sees the token;
+ * - SelfSubjectReview (`kubectl auth whoami`): `status.userInfo` is the user who asks.
+ */
+export async function review(
+  t: ResourceType,
+  body: unknown,
+  user: RequestUser,
+  authenticator: Authenticator,
+  kinds: KindIndex,
+  fieldValidation: FieldValidation,
+): Promise<{ object: KubeObject; warnings: string[] }> {
+  const { object, warnings } = decodeObject(body, t, fieldValidation, kinds);
+  // Nothing is stored: Go writes the zero creation time as null.
+  object.metadata = { ...object.metadata, creationTimestamp: null } as unknown as KubeObject['metadata'];
+  switch (t.kind) {
+    case 'SelfSubjectReview':
+      object.status = { userInfo: userInfo(user) };
+      return { object, warnings };
+    case 'TokenReview': {
+      const spec: Record<string, any> = object.spec ?? {};
+      if (typeof spec.token !== 'string' || spec.token === '')
+        throw badRequest('token is required for TokenReview in authentication');
+      const result = await authenticator.authenticateToken(spec.token, spec.audiences);
+      object.status = {
+        ...(result.user ? { authenticated: true } : {}),
+        user: result.user ? userInfo(result.user) : {},
+        ...(result.audiences.length > 0 ? { audiences: result.audiences } : {}),
+        ...(result.error ? { error: result.error } : {}),
+      };
+      return { object, warnings };
+    }
+    default:
+      throw methodNotAllowed();
+  }
+}
+
+/** authentication/v1 UserInfo (empty fields left out, as Go's omitempty does). */
+function userInfo(user: RequestUser): Record<string, unknown> {
+  return {
+    username: user.name,
+    ...(user.uid ? { uid: user.uid } : {}),
+    ...(user.groups.length > 0 ? { groups: user.groups } : {}),
+    ...(user.extra && Object.keys(user.extra).length > 0 ? { extra: user.extra } : {}),
+  };
+}
