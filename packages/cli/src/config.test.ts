@@ -44,6 +44,7 @@ test('defaults: hostname in lower case, fake runtime, home directories, 10255 on
     podLogsDir: '/home/ada/.nodelet/pods-logs',
     readOnlyPort: 10255,
     address: '127.0.0.1',
+    tmpfsVolumes: false, // the fake runtime's pods mount nothing on the host
   });
   t.is(setup.runtime.name, 'fake');
   t.deepEqual(defaultDirs({ isRoot: true, homeDir: '/root' }), {
