@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { isIPv4 } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import { bootstrapTokenSecretType } from './apiserver/authentication.js';
 import type { Registry } from './apiserver/registry.js';
 import { ApiError } from './apiserver/status.js';
@@ -10,8 +12,30 @@ import { readBootstrapToken, writeTokenKubeconfig } from './pki.js';
  * EndpointSlice that point at this server, and a bootstrap token for joining kubelets.
  */
 
+/**
+ * The address the `kubernetes` EndpointSlice names, which pods reach the API server at (upstream's
+ * --advertise-address, which defaults from --bind-address): the bind address itself when it is one
+ * IPv4 address; for 0.0.0.0 (or ::) the host's first IPv4 address that is not loopback. With the
+ * default bind, 127.0.0.1, clients on the host reach the server and pods do not: bind an address of the
+ * node (`nodelet up --address`) for pods that talk to the API.
+ */
+export function advertiseAddress(bindAddress: string): string {
+  if (isIPv4(bindAddress) && bindAddress !== '0.0.0.0') return bindAddress;
+  if (bindAddress === '0.0.0.0' || bindAddress === '::') {
+    for (const addrs of Object.values(networkInterfaces())) {
+      for (const a of addrs ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
+    }
+  }
+  return '127.0.0.1';
+}
+
 /** The namespaces every cluster has, and the `kubernetes` Service pointing at this server. */
-export function ensureClusterObjects(registry: Registry, clusterIP: string, port: number): void {
+export function ensureClusterObjects(
+  registry: Registry,
+  clusterIP: string,
+  port: number,
+  advertise = '127.0.0.1',
+): void {
   const namespaces = registry.byStorage('namespaces');
   for (const name of ['default', 'kube-system', 'kube-public', 'kube-node-lease']) {
     if (!registry.store.get('namespaces', '', name)) {
@@ -49,13 +73,13 @@ export function ensureClusterObjects(registry: Registry, clusterIP: string, port
       labels: { 'kubernetes.io/service-name': 'kubernetes' },
     },
     addressType: 'IPv4',
-    endpoints: [{ addresses: ['127.0.0.1'], conditions: { ready: true } }],
+    endpoints: [{ addresses: [advertise], conditions: { ready: true } }],
     ports: [{ name: 'https', port, protocol: 'TCP' }],
   };
   const existing = registry.store.get('endpointslices', 'default', 'kubernetes')?.object;
   try {
     if (!existing) registry.create(slices, 'default', slice);
-    else if (existing.ports?.[0]?.port !== port) {
+    else if (existing.ports?.[0]?.port !== port || existing.endpoints?.[0]?.addresses?.[0] !== advertise) {
       registry.store.update('endpointslices', 'default', 'kubernetes', (e) => ({
         ...e,
         ports: slice.ports,

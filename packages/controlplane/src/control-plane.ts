@@ -15,7 +15,7 @@ import { Authenticator } from './apiserver/authentication.js';
 import { ensureServiceAccountKey } from './serviceaccount/signing-key.js';
 import { ServiceAccountTokens } from './serviceaccount/tokens.js';
 import { CsrController } from './controllers/csr-controller.js';
-import { ensureBootstrapToken, ensureClusterObjects } from './cluster-bootstrap.js';
+import { advertiseAddress, ensureBootstrapToken, ensureClusterObjects } from './cluster-bootstrap.js';
 import { ensureNodeCert, ensurePki, writeKubeconfig, type KeyPair, type Pki } from './pki.js';
 import { parseCidr, parsePortRange, ServiceAllocator } from './resources/allocators.js';
 import { servedResources } from './resources/index.js';
@@ -146,7 +146,8 @@ export class ControlPlane {
     const o = this.options;
     const logger = o.logger;
     await mkdir(this.dataDir, { recursive: true, mode: 0o700 });
-    this.pki = await ensurePki(join(this.dataDir, 'pki'), this.allocator.firstIP);
+    const advertise = advertiseAddress(o.bindAddress ?? '127.0.0.1');
+    this.pki = await ensurePki(join(this.dataDir, 'pki'), this.allocator.firstIP, undefined, [advertise]);
     const store = new RevisionStore(join(this.dataDir, 'state.db'), {
       ...(o.synchronous ? { synchronous: o.synchronous } : {}),
       onListenerError: (err) => logger.error('watcher failed', { err: String(err) }),
@@ -217,7 +218,7 @@ export class ControlPlane {
       user: 'nodelet-admin',
     });
 
-    ensureClusterObjects(registry, this.allocator.firstIP, address.port);
+    ensureClusterObjects(registry, this.allocator.firstIP, address.port, advertise);
     await ensureBootstrapToken(registry, this.bootstrapKubeconfigPath, this.serverUrl, this.pki.ca.cert);
     this.namespaceController = new NamespaceController(
       registry,

@@ -159,7 +159,7 @@ function usable(
   }
 }
 
-export const servingNames = (clusterIP: string) => ({
+export const servingNames = (clusterIP: string, extraIps: string[] = []) => ({
   dns: [
     'localhost',
     'kubernetes',
@@ -167,18 +167,24 @@ export const servingNames = (clusterIP: string) => ({
     'kubernetes.default.svc',
     'kubernetes.default.svc.cluster.local',
   ],
-  ips: ['127.0.0.1', '::1', clusterIP],
+  ips: [...new Set(['127.0.0.1', '::1', clusterIP, ...extraIps])],
 });
 
 /** Loads the PKI from `dir`, making what is missing (or expiring, or no longer signed by the CA). */
-export async function ensurePki(dir: string, clusterIP: string, now = Date.now()): Promise<Pki> {
+export async function ensurePki(
+  dir: string,
+  clusterIP: string,
+  now = Date.now(),
+  /** Addresses the server is reached at besides loopback (the advertise address). */
+  extraIps: string[] = [],
+): Promise<Pki> {
   await mkdir(dir, { recursive: true, mode: 0o700 });
   let ca = await readPair(dir, 'ca');
   if (!ca) {
     ca = await createCa(now);
     await writePair(dir, 'ca', ca);
   }
-  const names = servingNames(clusterIP);
+  const names = servingNames(clusterIP, extraIps);
   let serving = await readPair(dir, 'apiserver');
   if (!serving || !usable(serving, ca, now, names)) {
     serving = await issue(
