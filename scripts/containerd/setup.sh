@@ -23,7 +23,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 require_root
 
 # --- 1. packages --------------------------------------------------------------
-APT_PACKAGES=(containerd runc containernetworking-plugins busybox-static iptables nftables iproute2)
+APT_PACKAGES=(containerd runc containernetworking-plugins busybox-static iptables nftables iproute2 openssl)
 installed="$(dpkg-query -W -f='${Package} ${db:Status-Status}\n' "${APT_PACKAGES[@]}" 2>/dev/null || true)"
 missing=()
 for pkg in "${APT_PACKAGES[@]}"; do

@@ -3,7 +3,7 @@
 # registry or image builder, and write it as an OCI image-layout tar that
 # `ctr images import` understands.
 #
-#   build-busybox-image.sh NAME[:TAG] OUTPUT.tar [--pause]
+#   build-busybox-image.sh NAME[:TAG] OUTPUT.tar [--pause] [--openssl]
 #
 # NAME is normalised the way containerd's CRI plugin looks images up:
 # `busybox` -> `docker.io/library/busybox:latest`.
@@ -35,10 +35,11 @@ usage() {
   exit 2
 }
 
-name="" output="" pause=false
+name="" output="" pause=false openssl=false
 for arg in "$@"; do
   case "$arg" in
     --pause) pause=true ;;
+    --openssl) openssl=true ;;
     -h | --help) usage ;;
     -*) die "unknown option: $arg" ;;
     *)
@@ -126,6 +127,16 @@ applets="$("$BUSYBOX" --list-full | perl -e '
   print "$n\n";' "$rootfs")" || die "creating applet symlinks failed"
 ((applets > 0)) || die "'$BUSYBOX --list-full' listed no applets"
 [[ -L $rootfs/bin/sh ]] || die "busybox has no 'sh' applet"
+# --openssl: the host's openssl and the libraries it links, at their host paths. busybox wget runs
+# `openssl s_client` for https when it finds one: its own TLS offers only SHA-1 signatures, which a
+# server with today's OpenSSL defaults (the API server's) refuses.
+if $openssl; then
+  bin="$(command -v openssl)" || die "--openssl: openssl is not installed (apt-get install openssl)"
+  for file in "$bin" $(ldd "$bin" | grep -o '/[^ ]*'); do
+    mkdir -p "$rootfs$(dirname "$file")"
+    cp -L "$file" "$rootfs$file"
+  done
+fi
 
 cat >"$rootfs/etc/passwd" <<'PASSWD'
 root:x:0:0:root:/root:/bin/sh

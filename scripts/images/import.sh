@@ -6,6 +6,7 @@
 #   $NODELET_SANDBOX_IMAGE              pause image (sandbox_image in the config)
 #   docker.io/library/busybox:latest    what a manifest's `image: busybox` means
 #   nodelet.test/busybox:1              a name no registry has, for pull-policy tests
+#   nodelet.test/busybox-openssl:1      the same with the host's openssl: https from a pod (wget)
 #
 # Idempotent: the builds are reproducible, and an image already present with the
 # same manifest digest and fully unpacked is not imported again.
@@ -26,6 +27,7 @@ IMAGES=(
   "$NODELET_SANDBOX_IMAGE|--pause"
   "docker.io/library/busybox:latest|"
   "nodelet.test/busybox:1|"
+  "nodelet.test/busybox-openssl:1|--openssl"
 )
 
 # Prints the manifest/index digest containerd has for REF, or nothing.
@@ -41,7 +43,7 @@ image_ready() {
 
 # What a build depends on: the build script and the busybox binary.
 busybox="${NODELET_BUSYBOX:-/bin/busybox}"
-build_key="$(sha256sum "$BUILD" | cut -d' ' -f1) $(stat -L -c '%s %Y' "$busybox") ${SOURCE_DATE_EPOCH:-}"
+build_key="$(sha256sum "$BUILD" | cut -d' ' -f1) $(stat -L -c '%s %Y' "$busybox") $(stat -L -c '%s %Y' "$(command -v openssl)" 2>/dev/null) ${SOURCE_DATE_EPOCH:-}"
 build_log="$(mktemp)"
 trap 'rm -f "$build_log"' EXIT
 for entry in "${IMAGES[@]}"; do
