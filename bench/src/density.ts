@@ -49,14 +49,7 @@ import {
   type RuntimeService,
   type ImageService,
 } from '@nodelet/cri';
-import {
-  createLogger,
-  EventBus,
-  formatLogRecord,
-  type LogLevel,
-  type LogRecord,
-  RealClock,
-} from '@nodelet/kernel';
+import { EventBus, type LogLevel, RealClock } from '@nodelet/kernel';
 import {
   applyStaticPodDefaults,
   containerResources,
@@ -69,6 +62,7 @@ import {
   VolumeManager,
 } from '@nodelet/kubelet';
 import { FakeRuntime, PAUSE_IMAGE } from '@nodelet/runtime-fake';
+import { benchLogger } from './bench-logger.js';
 
 // ------------------------------------------------------------------------------------------------
 // Parameters
@@ -224,18 +218,6 @@ function percentile(sorted: Float64Array, p: number): number {
   if (sorted.length === 0) return NaN;
   const rank = Math.ceil((p / 100) * sorted.length);
   return sorted[Math.min(sorted.length, Math.max(1, rank)) - 1]!;
-}
-
-/** A logger as the kubelet would have at info level: records are counted, warnings and errors shown. */
-function benchLogger() {
-  const counts: Record<LogLevel, number> = { debug: 0, info: 0, warn: 0, error: 0 };
-  let shown = 0;
-  const sink = (r: LogRecord) => {
-    counts[r.level]++;
-    if ((r.level === 'warn' || r.level === 'error') && shown++ < 10)
-      process.stderr.write(formatLogRecord(r) + '\n');
-  };
-  return { logger: createLogger({ component: 'bench', level: 'info', sink }), counts };
 }
 
 type Runtime = RuntimeService & ImageService;

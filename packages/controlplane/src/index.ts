@@ -16,3 +16,9 @@ export * from './controllers/scheduler.js';
 export * from './controllers/endpointslice-controller.js';
 export { NamespaceController } from './controllers/namespace-controller.js';
 export * from './plugin.js';
+// The kube-api-access volume as ServiceAccount admission adds it (benchmarks build pods of that shape).
+export {
+  serviceAccountTokenMountPath,
+  serviceAccountVolumePrefix,
+  tokenVolumeSource,
+} from './admission/service-account.js';
