@@ -17,7 +17,8 @@ Usage:
 Flags:
   --data-dir DIR      state: state.db (SQLite), pki/ (CA and certificates), kubeconfig (default ~/.nodelet)
   --port PORT         HTTPS port of the API server; 0 picks a free one (default 6443)
-  --address IP        address the API server binds to (default 127.0.0.1)
+  --address IP        address the API server binds to and advertises in the kubernetes Service
+                      (default 127.0.0.1; pods reach the API only at an address of the node)
   --runtime NAME      container runtime of the node: fake | containerd (default fake)
   --nodes N           simulated nodes on the fake runtime (default 1)
   --hostname-override NAME
