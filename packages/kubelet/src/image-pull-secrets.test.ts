@@ -3,9 +3,10 @@ import type { Pod, Secret } from '@nodelet/api';
 import type { AuthConfig, PullImageRequest } from '@nodelet/cri';
 import { createLogger, EventBus, type EventCatalogue, MemorySink, VirtualClock } from '@nodelet/kernel';
 import { FakeRuntime } from '@nodelet/runtime-fake';
-import { ObjectNotFoundError, type PodObjects } from '@nodelet/volume';
+import type { PodObjects } from '@nodelet/volume';
 import { ImagePuller } from './image-puller.js';
 import { makePod, startHarness } from './test-harness.js';
+import { dockerConfigJsonSecret, MemoryPodObjects, registryLogin } from './test-pod-objects.js';
 
 /**
  * Image pull secrets, on the fake runtime behind a registry stand-in: images of `reg.example.com:5000`
@@ -16,35 +17,7 @@ import { makePod, startHarness } from './test-harness.js';
 const PASSWORD = 's3cret-pw';
 const REGISTRY = 'reg.example.com:5000';
 
-/** Secrets in memory, as the API-backed PodObjects answers them. */
-class MemoryPodObjects implements PodObjects {
-  readonly secrets = new Map<string, Secret>();
-  set(secret: Secret): this {
-    this.secrets.set(`${secret.metadata!.namespace ?? 'default'}/${secret.metadata!.name}`, secret);
-    return this;
-  }
-  async getSecret(namespace: string, name: string): Promise<Secret> {
-    const secret = this.secrets.get(`${namespace}/${name}`);
-    if (!secret) throw new ObjectNotFoundError('secret', namespace, name);
-    return secret;
-  }
-  async getConfigMap(): Promise<never> {
-    throw new Error('not used');
-  }
-  async getServiceAccountToken(): Promise<never> {
-    throw new Error('not used');
-  }
-}
-
 const b64 = (s: string) => Buffer.from(s).toString('base64');
-function dockerConfigJson(name: string, auths: Record<string, object>): Secret {
-  return {
-    metadata: { name, namespace: 'default' },
-    type: 'kubernetes.io/dockerconfigjson',
-    data: { '.dockerconfigjson': b64(JSON.stringify({ auths })) },
-  };
-}
-const login = (username: string, password: string) => ({ auth: b64(`${username}:${password}`) });
 
 function setup(objects?: PodObjects) {
   const clock = new VirtualClock();
@@ -83,8 +56,8 @@ function pod(pullSecrets: string[], image = `${REGISTRY}/busybox:1`): Pod {
 }
 
 test('a matching pull secret is passed to PullImage as the CRI AuthConfig', async (t) => {
-  const objects = new MemoryPodObjects().set(
-    dockerConfigJson('regcred', { [REGISTRY]: login('ci', PASSWORD) }),
+  const objects = new MemoryPodObjects().setSecret(
+    dockerConfigJsonSecret('regcred', { [REGISTRY]: registryLogin('ci', PASSWORD) }),
   );
   const { puller, pulls, events } = setup(objects);
   const p = pod(['regcred']);
@@ -100,8 +73,10 @@ test('a matching pull secret is passed to PullImage as the CRI AuthConfig', asyn
 
 test('credentials are tried in order until a pull succeeds: the deeper match first, then the next secret', async (t) => {
   const objects = new MemoryPodObjects()
-    .set(dockerConfigJson('old', { [`${REGISTRY}/busybox`]: login('ci', 'rotated-away') }))
-    .set(dockerConfigJson('new', { [`http://${REGISTRY}/v2/`]: login('ci', PASSWORD) }));
+    .setSecret(
+      dockerConfigJsonSecret('old', { [`${REGISTRY}/busybox`]: registryLogin('ci', 'rotated-away') }),
+    )
+    .setSecret(dockerConfigJsonSecret('new', { [`http://${REGISTRY}/v2/`]: registryLogin('ci', PASSWORD) }));
   const { puller, pulls } = setup(objects);
   const p = pod(['new', 'old']);
   await puller.ensureImageExists(p, p.spec!.containers[0]!);
@@ -112,10 +87,10 @@ test('credentials are tried in order until a pull succeeds: the deeper match fir
 });
 
 test('no matching credentials: the pull is anonymous; the registry refusal is ErrImagePull with its 401, then ImagePullBackOff', async (t) => {
-  const objects = new MemoryPodObjects().set(
-    dockerConfigJson('other', {
-      'other.example.com': login('ci', PASSWORD),
-      '*.example.com': login('x', 'y'),
+  const objects = new MemoryPodObjects().setSecret(
+    dockerConfigJsonSecret('other', {
+      'other.example.com': registryLogin('ci', PASSWORD),
+      '*.example.com': registryLogin('x', 'y'),
     }),
   );
   const { puller, pulls, clock } = setup(objects);
@@ -135,8 +110,8 @@ test('no matching credentials: the pull is anonymous; the registry refusal is Er
 
 test('every credential refused: ErrImagePull with the registry messages, each once', async (t) => {
   const objects = new MemoryPodObjects()
-    .set(dockerConfigJson('a', { [REGISTRY]: login('ci', 'wrong-1') }))
-    .set(dockerConfigJson('b', { [REGISTRY]: login('ci', 'wrong-2') }));
+    .setSecret(dockerConfigJsonSecret('a', { [REGISTRY]: registryLogin('ci', 'wrong-1') }))
+    .setSecret(dockerConfigJsonSecret('b', { [REGISTRY]: registryLogin('ci', 'wrong-2') }));
   const { puller, pulls, logs, events } = setup(objects);
   const p = pod(['a', 'b']);
   const err = await t.throwsAsync(puller.ensureImageExists(p, p.spec!.containers[0]!), {
@@ -149,8 +124,8 @@ test('every credential refused: ErrImagePull with the registry messages, each on
 });
 
 test('a missing pull secret is a FailedToRetrieveImagePullSecret warning, and the pull goes on', async (t) => {
-  const objects = new MemoryPodObjects().set(
-    dockerConfigJson('regcred', { [REGISTRY]: login('ci', PASSWORD) }),
+  const objects = new MemoryPodObjects().setSecret(
+    dockerConfigJsonSecret('regcred', { [REGISTRY]: registryLogin('ci', PASSWORD) }),
   );
   const { puller, events, logs } = setup(objects);
   const p = pod(['gone', 'regcred', '', 'also-gone']);
@@ -175,8 +150,10 @@ test('without PodObjects (no API server) a pull secret cannot be read: reported,
 });
 
 test('Docker Hub credentials (https://index.docker.io/v1/) go with a short name like busybox', async (t) => {
-  const objects = new MemoryPodObjects().set(
-    dockerConfigJson('hub', { 'https://index.docker.io/v1/': { username: 'hubuser', password: 'hubpw' } }),
+  const objects = new MemoryPodObjects().setSecret(
+    dockerConfigJsonSecret('hub', {
+      'https://index.docker.io/v1/': { username: 'hubuser', password: 'hubpw' },
+    }),
   );
   const { puller, pulls } = setup(objects);
   const p = pod(['hub'], 'busybox:1.36');
@@ -190,7 +167,7 @@ test('a malformed pull secret fails the pull as ErrImagePull naming the secret a
     type: 'kubernetes.io/dockerconfigjson',
     data: { '.dockerconfigjson': b64(`{"auths": {"${REGISTRY}": {"auth": "${PASSWORD}"}}}`) },
   };
-  const { puller, pulls } = setup(new MemoryPodObjects().set(broken));
+  const { puller, pulls } = setup(new MemoryPodObjects().setSecret(broken));
   const p = pod(['broken']);
   const err = await t.throwsAsync(puller.ensureImageExists(p, p.spec!.containers[0]!), {
     name: 'ErrImagePull',
@@ -203,8 +180,8 @@ test('a malformed pull secret fails the pull as ErrImagePull naming the secret a
 });
 
 test('kubelet: a pod whose pull secret is wrong waits in ErrImagePull, then ImagePullBackOff; fixed, it runs', async (t) => {
-  const objects = new MemoryPodObjects().set(
-    dockerConfigJson('regcred', { [REGISTRY]: login('ci', 'wrong') }),
+  const objects = new MemoryPodObjects().setSecret(
+    dockerConfigJsonSecret('regcred', { [REGISTRY]: registryLogin('ci', 'wrong') }),
   );
   const h = await startHarness({ objects });
   t.teardown(() => h.kubelet.stop());
@@ -221,7 +198,7 @@ test('kubelet: a pod whose pull secret is wrong waits in ErrImagePull, then Imag
   await h.kubelet.workers.whenIdle();
   t.is(waiting()?.reason, 'ImagePullBackOff');
 
-  objects.set(dockerConfigJson('regcred', { [REGISTRY]: login('ci', PASSWORD) }));
+  objects.setSecret(dockerConfigJsonSecret('regcred', { [REGISTRY]: registryLogin('ci', PASSWORD) }));
   await h.clock.advance(15_000); // past the 10 s backoff
   await h.kubelet.workers.whenIdle();
   t.truthy(h.status('uid-app').containerStatuses![0]!.state?.running);
