@@ -5,6 +5,7 @@ import { createLogger, EventBus, type EventCatalogue, MemorySink, VirtualClock }
 import { FakeRuntime } from '@nodelet/runtime-fake';
 import type { PodObjects } from '@nodelet/volume';
 import { ImagePuller } from './image-puller.js';
+import { apiPod, startCluster } from './apiserver/test-harness.js';
 import { makePod, startHarness } from './test-harness.js';
 import { dockerConfigJsonSecret, MemoryPodObjects, registryLogin } from './test-pod-objects.js';
 
@@ -203,4 +204,36 @@ test('kubelet: a pod whose pull secret is wrong waits in ErrImagePull, then Imag
   await h.kubelet.workers.whenIdle();
   t.truthy(h.status('uid-app').containerStatuses![0]!.state?.running);
   t.false(h.logs.lines().join('\n').includes(PASSWORD));
+});
+
+test('joined to an API server: the pull secret is read from the API; a missing one is a Warning Event there', async (t) => {
+  const h = await startCluster();
+  t.teardown(() => h.kubelet.stop());
+  const pulls: { image: string; auth?: AuthConfig }[] = [];
+  guardRegistry(h.runtime, pulls);
+  await h.clock.advance(1_000);
+  h.api.put(
+    '/api/v1/namespaces/default/secrets',
+    dockerConfigJsonSecret('regcred', { [`https://${REGISTRY}`]: registryLogin('ci', PASSWORD) }),
+  );
+  await h.api.createPod(
+    apiPod('private', {
+      containers: [{ name: 'main', image: `${REGISTRY}/busybox:1`, imagePullPolicy: 'IfNotPresent' }],
+      imagePullSecrets: [{ name: 'regcred' }, { name: 'absent' }],
+    }),
+  );
+  await h.clock.advanceUntil(() => h.api.pods.get('default/private')?.status?.phase === 'Running', {
+    stepMs: 100,
+    maxMs: 10_000,
+  });
+  t.like(pulls.at(-1)?.auth, { username: 'ci', password: PASSWORD });
+  await h.clock.advance(2_000);
+  const warning = [...h.api.events.values()].find((e) => e.reason === 'FailedToRetrieveImagePullSecret');
+  t.like(warning, {
+    type: 'Warning',
+    message:
+      'Unable to retrieve some image pull secrets (absent); attempting to pull the image may not succeed.',
+    involvedObject: { kind: 'Pod', name: 'private' },
+  });
+  t.false(JSON.stringify([...h.api.events.values()]).includes(PASSWORD));
 });
