@@ -9,7 +9,7 @@ import { requireContainerd } from '@nodelet/runtime-cri/testing';
 import { Kubelet } from './kubelet.js';
 import { removeImageNames, removeOwnPods, until } from './test-containerd.js';
 import { TestSource } from './test-harness.js';
-import { dockerConfigJsonSecret, MemoryPodObjects, registryLogin } from './test-pod-objects.js';
+import { dockerConfigJsonSecret, podObjectsWith, registryLogin } from './test-pull-secrets.js';
 import { buildBusyboxImage, requireRegistryTools, startRegistry } from './test-registry.js';
 
 /**
@@ -61,11 +61,10 @@ if (containerd && tools) {
       );
     }
 
-    const objects = new MemoryPodObjects()
-      .setSecret(dockerConfigJsonSecret('regcred', { [registry.host]: registryLogin(USER, PASSWORD) }))
-      .setSecret(
-        dockerConfigJsonSecret('wrongcred', { [registry.host]: registryLogin(USER, 'not-the-password') }),
-      );
+    const objects = podObjectsWith(
+      dockerConfigJsonSecret('regcred', { [registry.host]: registryLogin(USER, PASSWORD) }),
+      dockerConfigJsonSecret('wrongcred', { [registry.host]: registryLogin(USER, 'not-the-password') }),
+    );
     const clock = new RealClock();
     const logs = new MemorySink();
     const logger = createLogger({ sink: logs.sink, level: 'debug' });

@@ -7,7 +7,7 @@ import type { PodObjects } from '@nodelet/volume';
 import { ImagePuller } from './image-puller.js';
 import { apiPod, startCluster } from './apiserver/test-harness.js';
 import { makePod, startHarness } from './test-harness.js';
-import { dockerConfigJsonSecret, MemoryPodObjects, registryLogin } from './test-pod-objects.js';
+import { dockerConfigJsonSecret, podObjectsWith, putSecrets, registryLogin } from './test-pull-secrets.js';
 
 /**
  * Image pull secrets, on the fake runtime behind a registry stand-in: images of `reg.example.com:5000`
@@ -57,7 +57,7 @@ function pod(pullSecrets: string[], image = `${REGISTRY}/busybox:1`): Pod {
 }
 
 test('a matching pull secret is passed to PullImage as the CRI AuthConfig', async (t) => {
-  const objects = new MemoryPodObjects().setSecret(
+  const objects = podObjectsWith(
     dockerConfigJsonSecret('regcred', { [REGISTRY]: registryLogin('ci', PASSWORD) }),
   );
   const { puller, pulls, events } = setup(objects);
@@ -73,11 +73,10 @@ test('a matching pull secret is passed to PullImage as the CRI AuthConfig', asyn
 });
 
 test('credentials are tried in order until a pull succeeds: the deeper match first, then the next secret', async (t) => {
-  const objects = new MemoryPodObjects()
-    .setSecret(
-      dockerConfigJsonSecret('old', { [`${REGISTRY}/busybox`]: registryLogin('ci', 'rotated-away') }),
-    )
-    .setSecret(dockerConfigJsonSecret('new', { [`http://${REGISTRY}/v2/`]: registryLogin('ci', PASSWORD) }));
+  const objects = podObjectsWith(
+    dockerConfigJsonSecret('old', { [`${REGISTRY}/busybox`]: registryLogin('ci', 'rotated-away') }),
+    dockerConfigJsonSecret('new', { [`http://${REGISTRY}/v2/`]: registryLogin('ci', PASSWORD) }),
+  );
   const { puller, pulls } = setup(objects);
   const p = pod(['new', 'old']);
   await puller.ensureImageExists(p, p.spec!.containers[0]!);
@@ -88,7 +87,7 @@ test('credentials are tried in order until a pull succeeds: the deeper match fir
 });
 
 test('no matching credentials: the pull is anonymous; the registry refusal is ErrImagePull with its 401, then ImagePullBackOff', async (t) => {
-  const objects = new MemoryPodObjects().setSecret(
+  const objects = podObjectsWith(
     dockerConfigJsonSecret('other', {
       'other.example.com': registryLogin('ci', PASSWORD),
       '*.example.com': registryLogin('x', 'y'),
@@ -110,9 +109,10 @@ test('no matching credentials: the pull is anonymous; the registry refusal is Er
 });
 
 test('every credential refused: ErrImagePull with the registry messages, each once', async (t) => {
-  const objects = new MemoryPodObjects()
-    .setSecret(dockerConfigJsonSecret('a', { [REGISTRY]: registryLogin('ci', 'wrong-1') }))
-    .setSecret(dockerConfigJsonSecret('b', { [REGISTRY]: registryLogin('ci', 'wrong-2') }));
+  const objects = podObjectsWith(
+    dockerConfigJsonSecret('a', { [REGISTRY]: registryLogin('ci', 'wrong-1') }),
+    dockerConfigJsonSecret('b', { [REGISTRY]: registryLogin('ci', 'wrong-2') }),
+  );
   const { puller, pulls, logs, events } = setup(objects);
   const p = pod(['a', 'b']);
   const err = await t.throwsAsync(puller.ensureImageExists(p, p.spec!.containers[0]!), {
@@ -125,7 +125,7 @@ test('every credential refused: ErrImagePull with the registry messages, each on
 });
 
 test('a missing pull secret is a FailedToRetrieveImagePullSecret warning, and the pull goes on', async (t) => {
-  const objects = new MemoryPodObjects().setSecret(
+  const objects = podObjectsWith(
     dockerConfigJsonSecret('regcred', { [REGISTRY]: registryLogin('ci', PASSWORD) }),
   );
   const { puller, events, logs } = setup(objects);
@@ -151,7 +151,7 @@ test('without PodObjects (no API server) a pull secret cannot be read: reported,
 });
 
 test('Docker Hub credentials (https://index.docker.io/v1/) go with a short name like busybox', async (t) => {
-  const objects = new MemoryPodObjects().setSecret(
+  const objects = podObjectsWith(
     dockerConfigJsonSecret('hub', {
       'https://index.docker.io/v1/': { username: 'hubuser', password: 'hubpw' },
     }),
@@ -168,7 +168,7 @@ test('a malformed pull secret fails the pull as ErrImagePull naming the secret a
     type: 'kubernetes.io/dockerconfigjson',
     data: { '.dockerconfigjson': b64(`{"auths": {"${REGISTRY}": {"auth": "${PASSWORD}"}}}`) },
   };
-  const { puller, pulls } = setup(new MemoryPodObjects().setSecret(broken));
+  const { puller, pulls } = setup(podObjectsWith(broken));
   const p = pod(['broken']);
   const err = await t.throwsAsync(puller.ensureImageExists(p, p.spec!.containers[0]!), {
     name: 'ErrImagePull',
@@ -181,7 +181,7 @@ test('a malformed pull secret fails the pull as ErrImagePull naming the secret a
 });
 
 test('kubelet: a pod whose pull secret is wrong waits in ErrImagePull, then ImagePullBackOff; fixed, it runs', async (t) => {
-  const objects = new MemoryPodObjects().setSecret(
+  const objects = podObjectsWith(
     dockerConfigJsonSecret('regcred', { [REGISTRY]: registryLogin('ci', 'wrong') }),
   );
   const h = await startHarness({ objects });
@@ -199,7 +199,7 @@ test('kubelet: a pod whose pull secret is wrong waits in ErrImagePull, then Imag
   await h.kubelet.workers.whenIdle();
   t.is(waiting()?.reason, 'ImagePullBackOff');
 
-  objects.setSecret(dockerConfigJsonSecret('regcred', { [REGISTRY]: registryLogin('ci', PASSWORD) }));
+  putSecrets(objects, dockerConfigJsonSecret('regcred', { [REGISTRY]: registryLogin('ci', PASSWORD) }));
   await h.clock.advance(15_000); // past the 10 s backoff
   await h.kubelet.workers.whenIdle();
   t.truthy(h.status('uid-app').containerStatuses![0]!.state?.running);
