@@ -2,7 +2,8 @@
 # Print a containerd config.toml for nodelet on this machine: `containerd config
 # default` with the settings this machine needs, for the directories and socket
 # that lib.sh's settings name (root $NODELET_CONTAINERD_DIR/root, state and
-# socket from $NODELET_CONTAINERD_SOCK, sandbox image, CNI dirs).
+# socket from $NODELET_CONTAINERD_SOCK, sandbox image, CNI dirs, the registry
+# hosts directory $NODELET_CONTAINERD_DIR/certs.d).
 #
 #   config.sh > config.toml
 #
@@ -62,6 +63,10 @@ set_key "$config" bin_dir "\"$NODELET_CNI_BIN_DIR\""
 set_key "$config" conf_dir "\"$(dirname "$NODELET_CNI_CONF")\""
 # cgroupfs driver: there is no systemd here and cgroups are hybrid (v1).
 set_key "$config" SystemdCgroup false
+# Registry hosts from hosts.toml files (the registry tests add one for their registry on 127.0.0.1).
+registry_section='^[[:space:]]*\[plugins\."io\.containerd\.grpc\.v1\.cri"\.registry\]'
+grep -Eq "$registry_section" "$config" || die "generated containerd config has no CRI registry section"
+sed -Ei "/$registry_section/,/^[[:space:]]*\[/ s|^([[:space:]]*)config_path = .*$|\1config_path = \"$CD_CERTS_D\"|" "$config"
 
 # Check that containerd parses the file and that the values took effect.
 dump="$(containerd --config "$config" config dump 2>&1)" || die "containerd rejects the generated config: $dump"
@@ -73,7 +78,8 @@ for expect in \
   "root = \"$CD_ROOT\"" \
   "state = \"$CD_STATE\"" \
   "address = \"$NODELET_CONTAINERD_SOCK\"" \
-  "stream_server_port = \"0\""; do
+  "stream_server_port = \"0\"" \
+  "config_path = \"$CD_CERTS_D\""; do
   grep -qF "$expect" <<<"$dump" || die "generated config does not contain '$expect' after parsing"
 done
 

@@ -20,6 +20,9 @@ CD_LOG="$NODELET_CONTAINERD_DIR/containerd.log"
 CD_ROOT="$NODELET_CONTAINERD_DIR/root"
 CD_STATE="$(dirname "$NODELET_CONTAINERD_SOCK")"
 CD_IMAGES_DIR="$NODELET_CONTAINERD_DIR/images"
+# The CRI registry's config_path: one <host[:port]>/hosts.toml per registry that needs settings (a
+# private registry over plain HTTP, a mirror); containerd reads them at each pull, no restart.
+CD_CERTS_D="$NODELET_CONTAINERD_DIR/certs.d"
 CNI_NETWORK_NAME="nodelet"
 
 SCRIPTS_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -44,7 +44,7 @@ done
 [[ -x /bin/busybox ]] || die "/bin/busybox missing (package busybox-static)"
 
 # --- 2. containerd config -----------------------------------------------------
-mkdir -p "$NODELET_CONTAINERD_DIR" "$CD_ROOT" "$CD_IMAGES_DIR"
+mkdir -p "$NODELET_CONTAINERD_DIR" "$CD_ROOT" "$CD_IMAGES_DIR" "$CD_CERTS_D"
 
 new_config="$(mktemp "$NODELET_CONTAINERD_DIR/config.toml.XXXXXX")"
 trap 'rm -f "$new_config"' EXIT

@@ -11,3 +11,4 @@ export * from './server.js';
 export * from './client.js';
 export * from './helpers.js';
 export * from './probe-handler.js';
+export * from './image-ref.js';

@@ -1,6 +1,8 @@
-import type { Container, Pod } from '@nodelet/api';
-import { type Image, ImageSpec, type ImageService } from '@nodelet/cri';
+import type { Container, Pod, Secret } from '@nodelet/api';
+import { AuthConfig, type Image, ImageSpec, type ImageService, parseImageRef } from '@nodelet/cri';
 import { Backoff, type Clock, errorMessage, type EventBus, type Logger } from '@nodelet/kernel';
+import type { PodObjects } from '@nodelet/volume';
+import { getPullSecrets, keyringOfSecrets, type RegistryCredential } from './credentials/index.js';
 
 /**
  * Makes sure a container's image is present, per its imagePullPolicy (upstream image_manager):
@@ -12,6 +14,12 @@ import { Backoff, type Clock, errorMessage, type EventBus, type Logger } from '@
  *
  * A pull is published on the bus as the pod's events, as upstream's image manager records them:
  * `Normal Pulling Pulling image "<image>"`, then `Normal Pulled Successfully pulled image "<image>"`.
+ *
+ * Credentials (upstream kuberuntime PullImage): the registry logins of the pod's `imagePullSecrets`
+ * that match the image (credentials/keyring.ts) are tried in turn as the CRI `AuthConfig` until one
+ * pull succeeds; with none matching, the pull is anonymous. A pull secret that cannot be read is a
+ * `Warning FailedToRetrieveImagePullSecret` event, and the pull goes on. No credential is ever logged
+ * or put in an event.
  */
 export class ImagePullError extends Error {
   constructor(
@@ -58,13 +66,20 @@ export class ImagePuller {
     private readonly images: ImageService,
     private readonly clock: Clock,
     private readonly logger: Logger,
-    options: { backoff?: Backoff; bus?: EventBus } = {},
+    options: {
+      backoff?: Backoff;
+      bus?: EventBus;
+      /** Where the Secrets of `imagePullSecrets` are read; without it none can be (each is reported). */
+      objects?: PodObjects;
+    } = {},
   ) {
     this.backoff = options.backoff ?? new Backoff(clock);
     this.bus = options.bus;
+    this.objects = options.objects;
   }
 
   private readonly bus?: EventBus;
+  private readonly objects?: PodObjects;
 
   /** Returns the image reference to create the container from, or throws an ImagePullError. */
   async ensureImageExists(
@@ -94,11 +109,22 @@ export class ImagePuller {
       );
     }
     this.lastPullError.delete(key);
+    const pullSecrets = await getPullSecrets(pod, this.objects, this.logger);
+    if (pullSecrets.failed.length > 0) {
+      this.podEvent(
+        pod,
+        undefined,
+        'FailedToRetrieveImagePullSecret',
+        `Unable to retrieve some image pull secrets (${pullSecrets.failed.join(', ')}); attempting to pull the image may not succeed.`,
+        'Warning',
+      );
+    }
     this.logger.info('Pulling image', { pod: podRef(pod), image: container.image });
     this.podEvent(pod, container, 'Pulling', `Pulling image "${container.image}"`);
     const start = this.clock.now();
     try {
-      const { imageRef } = await this.images.pullImage({ image: spec });
+      const credentials = this.credentialsFor(image, pullSecrets.secrets);
+      const imageRef = await this.pullWith(spec, credentials);
       this.backoff.reset(key);
       this.podEvent(pod, container, 'Pulled', `Successfully pulled image "${container.image}"`);
       this.logger.info('Successfully pulled image', {
@@ -112,6 +138,43 @@ export class ImagePuller {
       this.lastPullError.set(key, message);
       throw new ImagePullError('ErrImagePull', message);
     }
+  }
+
+  /** The credentials of these pull secrets that match the image, most specific first. */
+  private credentialsFor(image: string, secrets: Secret[]): RegistryCredential[] {
+    if (secrets.length === 0) return [];
+    const keyring = keyringOfSecrets(secrets, this.logger);
+    if (keyring.empty) return [];
+    // Matched on the normalised repository, as upstream's parsers.ParseImageName gives it:
+    // `busybox` → `docker.io/library/busybox`.
+    return keyring.lookup(parseImageRef(image).repository);
+  }
+
+  /**
+   * PullImage with each credential in turn until one succeeds (anonymous when there is none); when all
+   * fail, their distinct messages, as upstream's error aggregate joins them.
+   */
+  private async pullWith(spec: ImageSpec, credentials: RegistryCredential[]): Promise<string> {
+    if (credentials.length === 0) {
+      this.logger.debug('Pulling image without credentials', { image: spec.image });
+      return (await this.images.pullImage({ image: spec })).imageRef;
+    }
+    const failures: string[] = [];
+    for (const credential of credentials) {
+      const auth = AuthConfig.fromPartial({ username: credential.username, password: credential.password });
+      try {
+        return (await this.images.pullImage({ image: spec, auth })).imageRef;
+      } catch (err) {
+        const message = errorMessage(err);
+        this.logger.debug('Pull with a credential failed', {
+          image: spec.image,
+          from: credential.source,
+          err: message,
+        });
+        if (!failures.includes(message)) failures.push(message);
+      }
+    }
+    throw new Error(failures.length === 1 ? failures[0] : `[${failures.join(', ')}]`);
   }
 
   /**
@@ -142,16 +205,22 @@ export class ImagePuller {
     return status;
   }
 
-  private podEvent(pod: Pod, container: Container, reason: 'Pulling' | 'Pulled', message: string): void {
+  private podEvent(
+    pod: Pod,
+    container: Container | undefined,
+    reason: 'Pulling' | 'Pulled' | 'FailedToRetrieveImagePullSecret',
+    message: string,
+    eventType: 'Normal' | 'Warning' = 'Normal',
+  ): void {
     const meta = pod.metadata!;
     this.bus?.emit('[Kubelet] Pod Event', {
       podUid: meta.uid!,
       podName: meta.name!,
       namespace: meta.namespace ?? 'default',
-      eventType: 'Normal',
+      eventType,
       reason,
       message,
-      container: container.name,
+      ...(container && { container: container.name }),
     });
   }
 

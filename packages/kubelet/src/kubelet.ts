@@ -128,7 +128,10 @@ export class Kubelet {
     });
     this.objects = this.podObjects.objects;
     if (this.podObjects.registry) this.podManager.setRegistry(this.podObjects.registry);
-    const puller = new ImagePuller(deps.images, clock, this.logger.child('images'), { bus });
+    const puller = new ImagePuller(deps.images, clock, this.logger.child('images'), {
+      bus,
+      objects: this.objects,
+    });
     this.volumes = new VolumeManager(options.rootDir, {
       objects: this.objects,
       facts: (pod) => ({

@@ -3,10 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
 import type { Pod } from '@nodelet/api';
-import { createCriClient, CriLabels } from '@nodelet/cri';
+import { createCriClient } from '@nodelet/cri';
 import { createLogger, EventBus, MemorySink, RealClock } from '@nodelet/kernel';
 import { requireContainerd } from '@nodelet/runtime-cri/testing';
 import { Kubelet } from '../kubelet.js';
+import { removeOwnPods, until } from '../test-containerd.js';
 import { TestSource } from '../test-harness.js';
 
 /**
@@ -20,16 +21,6 @@ import { TestSource } from '../test-harness.js';
 
 // Before any test is declared: ava takes declarations only until the file's first await is over.
 const containerd = await requireContainerd(test);
-
-async function until<T>(what: string, probe: () => T | undefined, timeoutMs: number): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 if (containerd) {
   test('exec readiness probe on containerd: test -f /tmp/ready follows the file', async (t) => {
@@ -79,23 +70,8 @@ if (containerd) {
       },
     };
     await kubelet.start();
-    t.teardown(async () => {
-      // Only this pod: through the kubelet, then (should that not finish) straight through CRI.
-      source.set([]);
-      await until(
-        'the pod to be removed',
-        () => (kubelet.podList().items.length === 0 ? true : undefined),
-        60_000,
-      ).catch(() => undefined);
-      await kubelet.stop();
-      const { items } = await client.runtime.listPodSandbox({
-        filter: { id: '', labelSelector: { [CriLabels.PodUID]: uid } },
-      });
-      for (const sb of items) {
-        await client.runtime.stopPodSandbox({ podSandboxId: sb.id }).catch(() => undefined);
-        await client.runtime.removePodSandbox({ podSandboxId: sb.id }).catch(() => undefined);
-      }
-    });
+    // Only this pod: through the kubelet, then (should that not finish) straight through CRI.
+    t.teardown(() => removeOwnPods(kubelet, source, client, [uid]));
     source.set([pod]);
 
     const status = () => kubelet.getPod('default', 'probe-exec')?.status?.containerStatuses?.[0];

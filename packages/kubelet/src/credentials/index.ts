@@ -1,0 +1,3 @@
+export * from './keyring.js';
+export * from './docker-config.js';
+export * from './pull-secrets.js';
