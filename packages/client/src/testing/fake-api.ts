@@ -16,12 +16,12 @@ import {
   type ObjectList,
   objectRef,
   type PodListResult,
-  rfc3339Seconds,
   type WatchEvent,
   type WatchHandle,
   type WatchOptions,
 } from '../kube-api.js';
 import { mergePatch } from '../merge-patch.js';
+import { fakeTokenRequest } from './fake-token.js';
 import { selectorMatcher } from './selectors.js';
 
 interface Watcher {
@@ -430,31 +430,7 @@ export class FakeKubeApi implements KubeApi {
   ): Promise<TokenRequest> {
     this.enter('create', `serviceaccount/${namespace}/${name}/token`, request);
     this.must(this.collection(SERVICEACCOUNTS), `${namespace}/${name}`, 'serviceaccounts');
-    const spec = request.spec ?? { audiences: [] };
-    const seconds = spec.expirationSeconds ?? 3600;
-    if (seconds < 600) {
-      throw new ApiError(
-        422,
-        'Invalid',
-        `spec.expirationSeconds: Invalid value: ${seconds}: may not specify a duration less than 10 minutes`,
-      );
-    }
-    const iat = Math.floor(this.now() / 1000);
-    const claims = {
-      aud: spec.audiences?.length ? spec.audiences : ['https://kubernetes.default.svc'],
-      exp: iat + seconds,
-      iat,
-      sub: `system:serviceaccount:${namespace}:${name}`,
-      pod: spec.boundObjectRef?.uid,
-    };
-    const token = `fake.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.sig`;
-    return {
-      apiVersion: 'authentication.k8s.io/v1',
-      kind: 'TokenRequest',
-      metadata: { name, namespace, creationTimestamp: rfc3339Seconds(iat * 1000) },
-      spec: { ...clone(spec), audiences: claims.aud, expirationSeconds: seconds },
-      status: { token, expirationTimestamp: rfc3339Seconds((iat + seconds) * 1000) },
-    };
+    return fakeTokenRequest(namespace, name, request, this.now());
   }
 
   // --- helpers -------------------------------------------------------------------------------------
