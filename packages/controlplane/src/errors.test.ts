@@ -344,3 +344,17 @@ test.serial('a request without a client certificate is Unauthorized (401)', asyn
   });
   t.is(status, 401);
 });
+
+test('a body nested 100,000 deep and a path with a malformed escape are 400s, not internal errors', async (t) => {
+  const deep = '{"a":'.repeat(100_000) + '1' + '}'.repeat(100_000);
+  const nested = await c.api('POST', '/api/v1/namespaces/default/configmaps', deep);
+  t.is(nested.status, 400);
+  t.is(nested.json.reason, 'BadRequest');
+  t.regex(nested.json.message, /nested deeper than 10000 levels/);
+  const token = await c.api('POST', '/api/v1/namespaces/default/serviceaccounts/default/token', deep);
+  t.is(token.status, 400);
+  const escaped = await c.api('GET', '/api/v1/namespaces/%ZZ/configmaps');
+  t.is(escaped.status, 400);
+  t.regex(escaped.json.message, /malformed percent-encoding in "%ZZ"/);
+  t.is((await c.api('GET', '/version')).status, 200, 'the server keeps serving');
+});

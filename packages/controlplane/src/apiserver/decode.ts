@@ -20,8 +20,28 @@ export function parseFieldValidation(value: string | null): FieldValidation {
   );
 }
 
+/** Nesting a body may have (upstream's JSON decoder stops at 10,000); deeper ones overflowed the stack. */
+export const maxBodyDepth = 10_000;
+
+/** Refuses a parsed body nested deeper than `maxBodyDepth`, walking it without recursion. */
+function checkDepth(value: unknown): unknown {
+  const stack: [unknown, number][] = [[value, 1]];
+  while (stack.length > 0) {
+    const [v, depth] = stack.pop()!;
+    if (v === null || typeof v !== 'object') continue;
+    if (depth > maxBodyDepth)
+      throw badRequest(`the request body is nested deeper than ${maxBodyDepth} levels`);
+    for (const child of Object.values(v)) stack.push([child, depth + 1]);
+  }
+  return value;
+}
+
 /** Parses a request body by its Content-Type (JSON by default). */
 export function parseBody(raw: Buffer, contentType: string | undefined): unknown {
+  return checkDepth(parseByType(raw, contentType));
+}
+
+function parseByType(raw: Buffer, contentType: string | undefined): unknown {
   const type = (contentType ?? 'application/json').split(';')[0]!.trim().toLowerCase();
   if (type === 'application/vnd.kubernetes.protobuf') return decodeProtobuf(raw);
   const text = raw.toString('utf8');

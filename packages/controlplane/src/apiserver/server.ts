@@ -19,7 +19,7 @@ import type { Registry } from './registry.js';
 import { resolveResource, serveResource, type ServeContext } from './resource-handler.js';
 import type { RequestUser } from './resource-type.js';
 import { send } from './responses.js';
-import { ApiError, internalError, type Status } from './status.js';
+import { ApiError, badRequest, internalError, type Status } from './status.js';
 
 export type { PodLogOptions, PodLogProvider } from './pod-logs.js';
 
@@ -211,7 +211,7 @@ export class ApiServer {
         .end(doc);
       return;
     }
-    const segments = path.split('/').filter(Boolean).map(decodeURIComponent);
+    const segments = path.split('/').filter(Boolean).map(decodeSegment);
     let group: string;
     let version: string;
     let rest: string[];
@@ -258,5 +258,14 @@ export class ApiServer {
       );
     }
     res.writeHead(200, { 'content-type': 'application/json' }).end(this.options.openapi.v2);
+  }
+}
+
+/** One path segment, percent-decoded; a malformed escape (`%ZZ`) is the client's error, not ours. */
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    throw badRequest(`the request path has a malformed percent-encoding in "${segment}"`);
   }
 }
