@@ -11,3 +11,4 @@ export * from './quantity-exact.js';
 export * from './human-duration.js';
 export * from './go-duration.js';
 export * from './pod-printing.js';
+export * from './go-quote.js';

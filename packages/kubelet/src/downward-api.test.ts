@@ -1,7 +1,8 @@
 import test from 'ava';
 import type { Pod } from '@nodelet/api';
 import type { PodFacts } from '@nodelet/volume';
-import { containerResourceValue, formatMap, goQuote, podFieldValue } from './downward-api.js';
+import { goQuote } from '@nodelet/api';
+import { containerResourceValue, formatMap, podFieldValue } from './downward-api.js';
 
 const pod: Pod = {
   metadata: {

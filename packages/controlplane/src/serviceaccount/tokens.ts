@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { compactVerify, decodeJwt, SignJWT } from 'jose';
+import { goQuote } from '@nodelet/api';
 import type { Clock } from '@nodelet/kernel';
 import type { KubeObject } from '../object.js';
 import type { RequestUser } from '../apiserver/resource-type.js';
@@ -211,7 +212,7 @@ export function serviceAccountUsername(namespace: string, name: string): string 
 
 /** Go's `%q` of a string slice: `["a" "b"]`. */
 function goQuoted(values: readonly string[]): string {
-  return `[${values.map((v) => JSON.stringify(v)).join(' ')}]`;
+  return `[${values.map(goQuote).join(' ')}]`;
 }
 
 /** The claim without unset parts (upstream's `omitempty`). */
