@@ -162,6 +162,10 @@ test('nodelet up refuses bad flags with one line that names the flag', async (t)
   });
   t.throws(() => parseUpArgs(['--port', 'x']), { message: /flag --port must be an integer/ });
   t.is(parseUpArgs([]).flags.port, 6443);
+  t.throws(() => parseUpArgs(['--address', 'not-an-ip']), {
+    message: /^flag --address must be an IP address of this machine .*, got "not-an-ip"$/,
+  });
+  t.is(parseUpArgs(['--address', '10.88.0.1']).flags.address, '10.88.0.1');
   const help = await nodelet(['up', '--help']);
   t.is(help.code, 0);
   t.regex(help.stdout, /^Usage:\n {2}nodelet up \[flags\]$/m);

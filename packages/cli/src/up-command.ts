@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Kernel, Logger } from '@nodelet/kernel';
@@ -91,6 +92,12 @@ export function parseUpArgs(args: readonly string[]): { help: boolean; flags: Up
   if (hostnameOverride !== undefined && !/^[a-z0-9]([-a-z0-9.]{0,240}[a-z0-9])?$/.test(hostnameOverride)) {
     throw new CliError(
       `flag --hostname-override must be a node name (lowercase letters, digits, '-' and '.'), got ${JSON.stringify(values['hostname-override'])}`,
+    );
+  }
+  // An address, not a name: it is advertised to pods in the kubernetes EndpointSlice.
+  if (values.address !== undefined && !isIP(values.address)) {
+    throw new CliError(
+      `flag --address must be an IP address of this machine (e.g. 127.0.0.1, 0.0.0.0 or the CNI bridge's 10.88.0.1), got ${JSON.stringify(values.address)}`,
     );
   }
   return {
