@@ -22,33 +22,13 @@ export class ReadOnlyServer {
 
   async listen(port: number, address = '127.0.0.1'): Promise<AddressInfo> {
     const server = createServer((req, res) => {
-      const [path, query] = (req.url ?? '/').split('?') as [string, string | undefined];
-      if (req.method !== 'GET' && req.method !== 'HEAD') {
-        res.writeHead(405, { 'content-type': 'text/plain' }).end('method not allowed\n');
-        return;
-      }
-      if (path === '/healthz') {
-        const { healthy, message } = this.kubelet.healthz();
-        res
-          .writeHead(healthy ? 200 : 500, { 'content-type': 'text/plain' })
-          .end(healthy ? 'ok' : `${message}\n`);
-      } else if (path?.startsWith('/pods/') && path.endsWith('/events')) {
-        // /pods/<namespace>/<name>/events: the pod's last events (probe failures, the kills they caused).
-        const parts = path.split('/');
-        const events =
-          parts.length === 5
-            ? this.kubelet.podEvents(decodeURIComponent(parts[2]!), decodeURIComponent(parts[3]!))
-            : undefined;
-        if (events) res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(events));
-        else res.writeHead(404, { 'content-type': 'text/plain' }).end('404 page not found\n');
-      } else if (path.startsWith('/containerLogs/')) {
-        void this.containerLogs(path, new URLSearchParams(query ?? ''), req, res);
-      } else if (path === '/pods' || path === '/pods/') {
-        res
-          .writeHead(200, { 'content-type': 'application/json' })
-          .end(JSON.stringify(this.kubelet.podList()));
-      } else {
-        res.writeHead(404, { 'content-type': 'text/plain' }).end('404 page not found\n');
+      try {
+        this.route(req, res);
+      } catch (err) {
+        // No request may take the kubelet down: what a handler did not expect is a 500 for this one only.
+        this.logger.warn('request failed', { path: req.url, err: errorMessage(err) });
+        if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
+        res.end(`${errorMessage(err)}\n`);
       }
     });
     this.server = server;
@@ -69,6 +49,36 @@ export class ReadOnlyServer {
     return info;
   }
 
+  private route(req: IncomingMessage, res: ServerResponse): void {
+    const [path, query] = (req.url ?? '/').split('?') as [string, string | undefined];
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { 'content-type': 'text/plain' }).end('method not allowed\n');
+      return;
+    }
+    if (path === '/healthz') {
+      const { healthy, message } = this.kubelet.healthz();
+      res
+        .writeHead(healthy ? 200 : 500, { 'content-type': 'text/plain' })
+        .end(healthy ? 'ok' : `${message}\n`);
+    } else if (path?.startsWith('/pods/') && path.endsWith('/events')) {
+      // /pods/<namespace>/<name>/events: the pod's last events (probe failures, the kills they caused).
+      const parts = pathSegments(path);
+      if (!parts) return badEscape(res, path);
+      const events = parts.length === 4 ? this.kubelet.podEvents(parts[1]!, parts[2]!) : undefined;
+      if (events) res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(events));
+      else res.writeHead(404, { 'content-type': 'text/plain' }).end('404 page not found\n');
+    } else if (path.startsWith('/containerLogs/')) {
+      this.containerLogs(path, new URLSearchParams(query ?? ''), req, res).catch((err: unknown) => {
+        this.logger.warn('serving container logs failed', { path, err: errorMessage(err) });
+        res.destroy();
+      });
+    } else if (path === '/pods' || path === '/pods/') {
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(this.kubelet.podList()));
+    } else {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('404 page not found\n');
+    }
+  }
+
   /** `/containerLogs/<namespace>/<pod>/<container>?previous=true&follow=true&tailLines=N`. */
   private async containerLogs(
     path: string,
@@ -81,7 +91,9 @@ export class ReadOnlyServer {
       if (!res.headersSent) res.writeHead(status, text);
       res.end(`${message}\n`);
     };
-    const parts = path.split('/').slice(2).map(decodeURIComponent);
+    const segments = pathSegments(path);
+    if (!segments) return badEscape(res, path);
+    const parts = segments.slice(1);
     if (parts.length !== 3 || parts.some((p) => !p)) {
       fail(400, 'want /containerLogs/<namespace>/<pod>/<container>');
       return;
@@ -136,4 +148,19 @@ export class ReadOnlyServer {
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
   }
+}
+
+/** The path's segments after the leading `/`, percent-decoded; undefined when an escape is malformed. */
+function pathSegments(path: string): string[] | undefined {
+  try {
+    return path.split('/').slice(1).map(decodeURIComponent);
+  } catch {
+    return undefined;
+  }
+}
+
+function badEscape(res: ServerResponse, path: string): void {
+  res
+    .writeHead(400, { 'content-type': 'text/plain' })
+    .end(`malformed percent-escape in the path ${JSON.stringify(path)}\n`);
 }
