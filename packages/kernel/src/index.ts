@@ -14,3 +14,4 @@ export * from './config.js';
 export * from './kernel.js';
 /** inversify's module and decorators, so a plugin's bindings need no dependency of their own. */
 export { ContainerModule, inject, injectable, multiInject, optional } from 'inversify';
+export * from './http-hardening.js';

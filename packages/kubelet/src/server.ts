@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { errorMessage, type Logger } from '@nodelet/kernel';
+import { errorMessage, hardenHttpServer, type Logger } from '@nodelet/kernel';
 import { findContainerLog, followContainerLog, readContainerLog, tailLines } from './container-logs.js';
 import type { Kubelet } from './kubelet.js';
 
@@ -31,6 +31,7 @@ export class ReadOnlyServer {
         res.end(`${errorMessage(err)}\n`);
       }
     });
+    hardenHttpServer(server);
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once('error', (err: NodeJS.ErrnoException) =>

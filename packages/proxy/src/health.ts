@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Clock, Logger } from '@nodelet/kernel';
+import { type Clock, hardenHttpServer, type Logger } from '@nodelet/kernel';
 
 /** The proxy's sync timestamps (clock milliseconds; 0 = never). */
 export interface ProxyHealthSnapshot {
@@ -137,6 +137,7 @@ export class HealthzServer {
         res.writeHead(404, { 'content-type': 'text/plain' }).end('404 page not found\n');
       }
     });
+    hardenHttpServer(server);
     await new Promise<void>((resolve, reject) => {
       server.once('error', (err: NodeJS.ErrnoException) =>
         reject(

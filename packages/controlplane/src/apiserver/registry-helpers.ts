@@ -97,8 +97,9 @@ export function randomSuffix(length = 5): string {
 }
 
 export function parseRevision(rv: string): number {
-  if (!/^\d+$/.test(rv))
-    throw badRequest(`resourceVersion: Invalid value: "${rv}": must be a non-negative integer`);
+  // As upstream, a resource version is a uint64: a longer number is invalid, not one "too large" to wait for.
+  if (!/^\d+$/.test(rv) || BigInt(rv) > 0xffffffffffffffffn)
+    throw badRequest(`resourceVersion: Invalid value: "${rv}": must be a non-negative 64-bit integer`);
   return Number(rv);
 }
 

@@ -1,7 +1,7 @@
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import type { Clock, Logger } from '@nodelet/kernel';
+import { type Clock, hardenHttpServer, type Logger } from '@nodelet/kernel';
 import { authorize, type Authenticator } from './authentication.js';
 import type { TokenRequestContext } from '../serviceaccount/token-request.js';
 import {
@@ -85,6 +85,7 @@ export class ApiServer {
       { key: tls.key, cert: tls.cert, ca: tls.ca, requestCert: true, rejectUnauthorized: false },
       (req, res) => void this.handle(req, res),
     );
+    hardenHttpServer(server);
     server.keepAliveTimeout = 65_000;
     server.on('connection', (socket: Socket) => {
       this.sockets.add(socket);
@@ -130,7 +131,9 @@ export class ApiServer {
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     try {
       const user = await this.options.authenticator.authenticate(req);
-      const url = new URL(req.url ?? '/', 'https://localhost');
+      // Prefixed, not resolved against a base: a target of `//x` would be read as the host `x`.
+      const target = req.url ?? '/';
+      const url = new URL(`https://localhost${target.startsWith('/') ? '' : '/'}${target}`);
       authorize(user, req.method ?? 'GET', url.pathname.replace(/\/+$/, '') || '/');
       await this.route(req, res, url, user);
     } catch (err) {

@@ -1,0 +1,239 @@
+/**
+ * A request fuzzer for the HTTP servers nodelet serves (the kubelet's API, the read-only port, the API
+ * server's proxied paths). It writes raw bytes on a fresh connection — so it can send what no HTTP client
+ * would: bad percent-escapes, huge headers, conflicting lengths, upgrades followed by truncated WebSocket or
+ * SPDY frames — and reads back the first response head, if any. Deterministic from a seed, so a failing case
+ * is replayed by its index.
+ */
+import type { Duplex } from 'node:stream';
+
+/** One request: a name that tells what was mutated, and the bytes sent. */
+export interface FuzzCase {
+  name: string;
+  bytes: Buffer;
+  /** A HEAD request: its answer has no body to carry a message. */
+  head?: boolean;
+}
+
+export interface FuzzOptions {
+  /** Seed of the generator (mulberry32). */
+  seed: number;
+  /** Paths the server really serves, with their query strings: the starting points of mutation. */
+  paths: readonly string[];
+  /** Paths that accept an HTTP upgrade (exec, attach, port-forward), to send broken streams to. */
+  upgradePaths?: readonly string[];
+  /** Query parameter names the server reads, to give bad values. */
+  params?: readonly string[];
+  /** Extra header lines for every request (e.g. an Authorization header), without CRLF. */
+  headers?: readonly string[];
+}
+
+/** What came back on one connection: the status of the first response (undefined if none) and its body. */
+export interface RawAnswer {
+  status?: number;
+  head: string;
+  body: string;
+  /** The server closed the connection (rather than the reader's deadline ending it). */
+  closed: boolean;
+}
+
+type Rng = () => number;
+
+function mulberry32(seed: number): Rng {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const pick = <T>(rng: Rng, xs: readonly T[]): T => xs[Math.floor(rng() * xs.length)]!;
+
+const badEscapes = ['%ff', '%', '%e0%a4', '%00', '%2f', '%%', '%zz', '%c0%af', '%ed%a0%80', '%0d%0a'];
+const pathNoise = ['..', '.', '', '//', '%2e%2e', 'é', '\u{1F600}', '*', ';', '?', '#', 'a'.repeat(5000)];
+const badValues = ['', '-1', 'abc', '1e309', '99999999999999999999999', '0x10', 'NaN', '%ff', 'true,false', ' '];
+const methods = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS', 'CONNECT', 'TRACE', 'G\u0000T', 'get'];
+
+function mutatePath(rng: Rng, path: string): string {
+  const [p, q = ''] = path.split('?', 2) as [string, string?];
+  const segments = p.split('/');
+  const ops = 1 + Math.floor(rng() * 3);
+  for (let i = 0; i < ops; i++) {
+    const at = Math.floor(rng() * segments.length);
+    switch (Math.floor(rng() * 4)) {
+      case 0:
+        segments[at] = (segments[at] ?? '') + pick(rng, badEscapes);
+        break;
+      case 1:
+        segments.splice(at, 0, pick(rng, pathNoise));
+        break;
+      case 2:
+        segments.splice(at, 1);
+        break;
+      default:
+        segments[at] = pick(rng, badEscapes) + (segments[at] ?? '');
+    }
+  }
+  const mutated = segments.join('/') || '/';
+  return q ? `${mutated}?${q}` : mutated;
+}
+
+function mutateQuery(rng: Rng, path: string, params: readonly string[]): string {
+  if (params.length === 0) return path;
+  const extra: string[] = [];
+  const n = 1 + Math.floor(rng() * 3);
+  for (let i = 0; i < n; i++) extra.push(`${pick(rng, params)}=${pick(rng, badValues)}`);
+  return path + (path.includes('?') ? '&' : '?') + extra.join('&');
+}
+
+/** Bytes that start like a WebSocket or SPDY frame and end early or lie about their length. */
+function brokenFrames(rng: Rng): Buffer {
+  const kind = Math.floor(rng() * 4);
+  const random = Buffer.from(Array.from({ length: Math.floor(rng() * 64) }, () => Math.floor(rng() * 256)));
+  switch (kind) {
+    case 0: // a masked WebSocket binary frame announcing 64 KiB, then a few bytes
+      return Buffer.concat([Buffer.from([0x82, 0xfe, 0xff, 0xff, 1, 2, 3, 4]), random]);
+    case 1: // a WebSocket frame with a 64-bit length of 2^63
+      return Buffer.concat([Buffer.from([0x82, 0xff, 0x80, 0, 0, 0, 0, 0, 0, 0]), random]);
+    case 2: // a SPDY/3 SYN_STREAM control frame announcing more than follows
+      return Buffer.concat([Buffer.from([0x80, 0x03, 0x00, 0x01, 0x00, 0xff, 0xff, 0xff]), random]);
+    default: // a SPDY data frame of a stream never opened, then noise
+      return Buffer.concat([Buffer.from([0x00, 0x00, 0x00, 0x07, 0x00, 0x00, 0x10, 0x00]), random]);
+  }
+}
+
+function request(method: string, target: string, headers: string[], body = ''): Buffer {
+  return Buffer.from(
+    `${method} ${target} HTTP/1.1\r\nHost: localhost\r\n${headers.map((h) => `${h}\r\n`).join('')}\r\n${body}`,
+    'latin1',
+  );
+}
+
+/** `count` requests, deterministic from the seed: mutated paths, bad query values, bad headers, broken streams. */
+export function* httpFuzzCases(count: number, opts: FuzzOptions): Generator<FuzzCase> {
+  const rng = mulberry32(opts.seed);
+  const base = [...(opts.headers ?? [])];
+  const params = opts.params ?? [];
+  const upgrades = opts.upgradePaths ?? [];
+  for (let i = 0; i < count; i++) {
+    const path = pick(rng, opts.paths);
+    const kind = Math.floor(rng() * (upgrades.length > 0 ? 7 : 6));
+    switch (kind) {
+      case 0: {
+        const target = mutatePath(rng, path);
+        yield { name: `#${i} path ${JSON.stringify(target)}`, bytes: request('GET', target, base) };
+        break;
+      }
+      case 1: {
+        const target = mutateQuery(rng, path, params);
+        yield { name: `#${i} query ${JSON.stringify(target)}`, bytes: request('GET', target, base) };
+        break;
+      }
+      case 2: {
+        const method = pick(rng, methods);
+        const target = rng() < 0.5 ? path : mutatePath(rng, path);
+        yield {
+          name: `#${i} method ${method} ${JSON.stringify(target)}`,
+          bytes: request(method, target, base),
+          head: method === 'HEAD',
+        };
+        break;
+      }
+      case 3: {
+        const size = pick(rng, [8 * 1024, 17 * 1024, 70 * 1024]);
+        const header = rng() < 0.5 ? `X-Fuzz: ${'a'.repeat(size)}` : `${'X'.repeat(size)}: 1`;
+        yield { name: `#${i} header of ${size} bytes on ${path}`, bytes: request('GET', path, [...base, header]) };
+        break;
+      }
+      case 4: {
+        const lying = pick(rng, [
+          ['Content-Length: 10', 'Content-Length: 20'],
+          ['Content-Length: -5'],
+          ['Transfer-Encoding: chunked', 'Content-Length: 3'],
+          ['Transfer-Encoding: chunked'],
+          ['Content-Length: 99999999999999999999'],
+        ]);
+        const body = lying.includes('Transfer-Encoding: chunked') ? 'zz\r\nabc\r\n' : 'abc';
+        yield { name: `#${i} body ${lying.join(', ')} on ${path}`, bytes: request('POST', path, [...base, ...lying], body) };
+        break;
+      }
+      case 5: {
+        const target = rng() < 0.5 ? path : mutateQuery(rng, path, params);
+        const noise = Buffer.from(Array.from({ length: 1 + Math.floor(rng() * 40) }, () => Math.floor(rng() * 256)));
+        const line = rng() < 0.5 ? request('GET', target, base).subarray(0, 10 + Math.floor(rng() * 20)) : noise;
+        yield { name: `#${i} garbage (${line.length} bytes)`, bytes: line };
+        break;
+      }
+      default: {
+        const target = rng() < 0.7 ? pick(rng, upgrades) : mutateQuery(rng, pick(rng, upgrades), params);
+        const ws = rng() < 0.5;
+        const protocol = pick(rng, ['v5.channel.k8s.io', 'v4.channel.k8s.io', 'portforward.k8s.io', 'bogus', '']);
+        const upgrade = ws
+          ? [
+              'Connection: Upgrade',
+              'Upgrade: websocket',
+              'Sec-WebSocket-Version: 13',
+              `Sec-WebSocket-Key: ${pick(rng, ['dGhlIHNhbXBsZSBub25jZQ==', 'short', ''])}`,
+              `Sec-WebSocket-Protocol: ${protocol}`,
+            ]
+          : ['Connection: Upgrade', 'Upgrade: SPDY/3.1', `X-Stream-Protocol-Version: ${protocol}`];
+        const bytes = Buffer.concat([request(rng() < 0.9 ? 'POST' : 'GET', target, [...base, ...upgrade]), brokenFrames(rng)]);
+        yield { name: `#${i} ${ws ? 'websocket' : 'SPDY'} upgrade ${JSON.stringify(target)} then broken frames`, bytes };
+      }
+    }
+  }
+}
+
+/**
+ * Writes `bytes` on a connection and reads the first response head, then the body up to `maxBody` bytes
+ * or until the server closes or `deadlineMs` ends (a streaming answer — follow=true — never ends by itself).
+ */
+export function sendRaw(socket: Duplex, bytes: Buffer, deadlineMs = 2000, maxBody = 64 * 1024): Promise<RawAnswer> {
+  return new Promise((resolve) => {
+    let data = Buffer.alloc(0);
+    let settled = false;
+    const finish = (closed: boolean) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.destroy();
+      const text = data.toString('latin1');
+      const end = text.indexOf('\r\n\r\n');
+      const head = end >= 0 ? text.slice(0, end) : text;
+      const match = /^HTTP\/1\.[01] (\d{3})/.exec(head);
+      resolve({ status: match ? Number(match[1]) : undefined, head, body: end >= 0 ? dechunk(head, text.slice(end + 4)) : '', closed });
+    };
+    const timer = setTimeout(() => finish(false), deadlineMs);
+    socket.on('data', (d: Buffer) => {
+      data = Buffer.concat([data, d]);
+      const text = data.toString('latin1');
+      const end = text.indexOf('\r\n\r\n');
+      if (end < 0) return;
+      const length = /\r\ncontent-length: *(\d+)/i.exec(text.slice(0, end));
+      if (length && data.length - (end + 4) >= Number(length[1])) finish(false);
+      else if (data.length - (end + 4) >= maxBody) finish(false);
+      else if (/\r\ntransfer-encoding: *chunked/i.test(text.slice(0, end)) && text.endsWith('0\r\n\r\n')) finish(false);
+    });
+    socket.on('error', () => finish(true));
+    socket.on('close', () => finish(true));
+    // Half-close after the bytes: a truncated request then ends at EOF instead of at the server's header timeout.
+    socket.end(bytes);
+  });
+}
+
+function dechunk(head: string, body: string): string {
+  if (!/\r\ntransfer-encoding: *chunked/i.test(head)) return body;
+  let out = '';
+  let rest = body;
+  for (;;) {
+    const nl = rest.indexOf('\r\n');
+    if (nl < 0) return out;
+    const size = parseInt(rest.slice(0, nl), 16);
+    if (!(size > 0)) return out;
+    out += rest.slice(nl + 2, nl + 2 + size);
+    rest = rest.slice(nl + 4 + size);
+  }
+}

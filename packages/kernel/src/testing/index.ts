@@ -1,0 +1,1 @@
+export * from './http-fuzz.js';
