@@ -37,6 +37,15 @@ export interface KubeletFlags {
   rootDir?: string;
   readOnlyPort?: number;
   address?: string;
+  /** The kubelet API (HTTPS): `--port`, its certificate, authentication and authorization. */
+  port?: number;
+  tlsCertFile?: string;
+  tlsPrivateKeyFile?: string;
+  certDir?: string;
+  clientCaFile?: string;
+  authenticationTokenWebhook?: boolean;
+  anonymousAuth?: boolean;
+  authorizationMode?: 'AlwaysAllow' | 'Webhook';
   v?: number;
 }
 
@@ -88,6 +97,7 @@ export interface KubeletSetup {
 }
 
 export const DEFAULT_READ_ONLY_PORT = 10255;
+export const DEFAULT_PORT = 10250;
 export const DEFAULT_ADDRESS = '127.0.0.1';
 
 /** Kubelet root and pod log directories: upstream's paths for root, under ~/.nodelet otherwise. */
@@ -208,6 +218,15 @@ export function resolveKubeletSetup(flags: KubeletFlags, env: SetupEnv): Kubelet
   if (runtime.name === 'fake') kubelet.tmpfsVolumes = false;
   const apiServer = apiServerOptions(flags, fromCwd, kc);
   if (apiServer) kubelet.apiServer = apiServer;
+  kubelet.server = serverConfig(flags, fromCwd, kc, config?.kubeletPath, kubelet.rootDir);
+  if (!apiServer && kubelet.server.enableServer !== false) {
+    const { authentication, authorization } = kubelet.server;
+    if (authorization.mode === 'Webhook' || authentication.webhook.enabled) {
+      env.logger.warn(
+        'the kubelet API uses webhook authentication or authorization but there is no API server (--kubeconfig): bearer tokens are refused and Webhook authorization fails every request; use --authorization-mode AlwaysAllow for a standalone kubelet',
+      );
+    }
+  }
 
   const listed = Array.isArray(nc?.plugins) ? nc.plugins : undefined;
   const setup: KubeletSetup = {
@@ -230,6 +249,61 @@ export function resolveKubeletSetup(flags: KubeletFlags, env: SetupEnv): Kubelet
     };
   }
   return setup;
+}
+
+/**
+ * The kubelet API's configuration, as upstream merges it: a flag given wins; else the
+ * KubeletConfiguration's field, with the file's defaults (webhook authentication on, anonymous off,
+ * Webhook authorization); without a file, the flags' defaults (anonymous on, AlwaysAllow).
+ */
+function serverConfig(
+  flags: KubeletFlags,
+  fromCwd: (p: string) => string,
+  kc: KubeletConfigValues,
+  kubeletPath: string | undefined,
+  rootDir: string,
+): NonNullable<KubeletPluginConfig['server']> {
+  const authentication = structuredClone(
+    kc.authentication ?? {
+      x509: {},
+      webhook: { enabled: false, cacheTTLMs: 120_000 },
+      anonymous: { enabled: true },
+    },
+  );
+  const authorization = structuredClone(
+    kc.authorization ?? {
+      mode: 'AlwaysAllow' as const,
+      webhook: { cacheAuthorizedTTLMs: 300_000, cacheUnauthorizedTTLMs: 30_000 },
+    },
+  );
+  if (flags.clientCaFile !== undefined) {
+    if (flags.clientCaFile) authentication.x509.clientCAFile = fromCwd(flags.clientCaFile);
+    else delete authentication.x509.clientCAFile;
+  }
+  if (flags.authenticationTokenWebhook !== undefined)
+    authentication.webhook.enabled = flags.authenticationTokenWebhook;
+  if (flags.anonymousAuth !== undefined) authentication.anonymous.enabled = flags.anonymousAuth;
+  if (flags.authorizationMode !== undefined) authorization.mode = flags.authorizationMode;
+  const tlsCertFile = flags.tlsCertFile !== undefined ? fromCwd(flags.tlsCertFile) : kc.tlsCertFile;
+  const tlsPrivateKeyFile =
+    flags.tlsPrivateKeyFile !== undefined ? fromCwd(flags.tlsPrivateKeyFile) : kc.tlsPrivateKeyFile;
+  if (!tlsCertFile !== !tlsPrivateKeyFile) {
+    const origin =
+      flags.tlsCertFile !== undefined || flags.tlsPrivateKeyFile !== undefined
+        ? 'flags --tls-cert-file and --tls-private-key-file'
+        : `${kubeletPath}: fields "tlsCertFile" and "tlsPrivateKeyFile"`;
+    throw new CliError(`${origin} go together: set both or neither`);
+  }
+  return {
+    ...(kc.enableServer === false ? { enableServer: false } : {}),
+    port: flags.port ?? kc.port ?? DEFAULT_PORT,
+    ...(tlsCertFile ? { tlsCertFile, tlsPrivateKeyFile } : {}),
+    certDir: flags.certDir !== undefined ? fromCwd(flags.certDir) : join(rootDir, 'pki'),
+    ...(kc.tlsMinVersion ? { tlsMinVersion: kc.tlsMinVersion } : {}),
+    ...(kc.serverTLSBootstrap ? { serverTLSBootstrap: true } : {}),
+    authentication,
+    authorization,
+  };
 }
 
 /**
