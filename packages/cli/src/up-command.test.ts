@@ -110,6 +110,12 @@ kubectlTest(
         },
         { timeoutMs: 30_000 },
       );
+      // kubectl logs: the API server reads them from the kubelet's HTTPS API with its client certificate,
+      // authorized there by a SubjectAccessReview back to the API server.
+      const logs = await kubectl(kubeconfig, ['logs', 'web']);
+      t.is(logs.code, 0, logs.stderr);
+      const previous = await kubectl(kubeconfig, ['logs', 'web', '--previous']);
+      t.regex(previous.stderr, /previous terminated container "web" in pod "web" not found/);
       const deleted = await kubectl(kubeconfig, ['delete', 'pod', 'web']);
       t.is(deleted.stdout.trim(), 'pod "web" deleted');
       const applied = await kubectl(
