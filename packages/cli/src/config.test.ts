@@ -464,6 +464,7 @@ test('the kubelet API: KubeletConfiguration fields with the file defaults, flags
 tlsCertFile: ./tls.crt
 tlsPrivateKeyFile: ./tls.key
 tlsMinVersion: VersionTLS13
+tlsCipherSuites: [TLS_AES_128_GCM_SHA256, TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256]
 serverTLSBootstrap: true
 authentication:
   x509: {clientCAFile: ./ca.crt}
@@ -480,6 +481,7 @@ authorization:
     tlsPrivateKeyFile: join(dir, 'tls.key'),
     certDir: '/home/ada/.nodelet/kubelet/pki',
     tlsMinVersion: 'TLSv1.3',
+    tlsCipherSuites: 'TLS_AES_128_GCM_SHA256:ECDHE-RSA-AES128-GCM-SHA256',
     serverTLSBootstrap: true,
     authentication: {
       x509: { clientCAFile: join(dir, 'ca.crt') },
@@ -536,6 +538,7 @@ authorization:
     ],
     ['authorization: [Webhook]\n', /field "authorization" must be a mapping/],
     ['serverTLSBootstrap: 1\n', /field "serverTLSBootstrap" must be true or false/],
+    ['tlsCipherSuites: [RC4]\n', /field "tlsCipherSuites": unknown TLS cipher suite "RC4"/],
   ] as const) {
     const path = write(body);
     t.throws(
@@ -544,6 +547,13 @@ authorization:
       body,
     );
   }
+  t.throws(() => resolveKubeletSetup({ tlsMinVersion: 'TLS13' }, env(dir)), {
+    message:
+      'flag --tls-min-version must be one of VersionTLS10, VersionTLS11, VersionTLS12, VersionTLS13, got "TLS13"',
+  });
+  t.throws(() => resolveKubeletSetup(parseKubeletArgs(['--tls-cipher-suites=TLS_NOPE']).flags, env(dir)), {
+    message: /^flag --tls-cipher-suites: unknown TLS cipher suite "TLS_NOPE"; known: TLS_AES_128_GCM_SHA256/,
+  });
   t.throws(() => parseKubeletArgs(['--port=-1']), {
     message: 'flag --port must be an integer from 0 to 65535, got "-1"',
   });

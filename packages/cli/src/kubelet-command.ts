@@ -48,6 +48,8 @@ The kubelet API (HTTPS: /pods, /containerLogs, /logs, /exec, …):
   --tls-cert-file FILE           serving certificate (default: self-signed <cert-dir>/kubelet.crt)
   --tls-private-key-file FILE    its key (with --tls-cert-file)
   --cert-dir DIR                 where the self-signed pair lives (default <root-dir>/pki)
+  --tls-min-version V            VersionTLS10 … VersionTLS13 (default: Node's, TLS 1.2)
+  --tls-cipher-suites A,B        Go cipher suite names, e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256
   --client-ca-file FILE          client certificates signed by this CA authenticate (CN user, O groups)
   --authentication-token-webhook=true|false
                                  bearer tokens are checked with a TokenReview (default false)
@@ -88,6 +90,8 @@ const options = {
   'tls-cert-file': { type: 'string' },
   'tls-private-key-file': { type: 'string' },
   'cert-dir': { type: 'string' },
+  'tls-min-version': { type: 'string' },
+  'tls-cipher-suites': { type: 'string' },
   'client-ca-file': { type: 'string' },
   'authentication-token-webhook': { type: 'string' },
   'anonymous-auth': { type: 'string' },
@@ -130,6 +134,14 @@ export function parseKubeletArgs(args: readonly string[]): ParsedKubeletArgs {
   set('tlsCertFile', values['tls-cert-file']);
   set('tlsPrivateKeyFile', values['tls-private-key-file']);
   set('certDir', values['cert-dir']);
+  set('tlsMinVersion', values['tls-min-version']);
+  set(
+    'tlsCipherSuites',
+    values['tls-cipher-suites']
+      ?.split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  );
   set('clientCaFile', values['client-ca-file']);
   set(
     'authenticationTokenWebhook',

@@ -6,8 +6,10 @@ import {
   type ApiServerOptions,
   type KubeletConfigValues,
   type KubeletPluginConfig,
+  opensslCiphers,
   parseLabels,
   parseTaints,
+  tlsVersions,
 } from '@nodelet/kubelet';
 import { CliError } from './errors.js';
 import { type LoadedConfig, loadConfigFile } from './nodelet-config.js';
@@ -42,6 +44,9 @@ export interface KubeletFlags {
   tlsCertFile?: string;
   tlsPrivateKeyFile?: string;
   certDir?: string;
+  /** Go names: VersionTLS12, TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, … */
+  tlsMinVersion?: string;
+  tlsCipherSuites?: string[];
   clientCaFile?: string;
   authenticationTokenWebhook?: boolean;
   anonymousAuth?: boolean;
@@ -299,11 +304,36 @@ function serverConfig(
     port: flags.port ?? kc.port ?? DEFAULT_PORT,
     ...(tlsCertFile ? { tlsCertFile, tlsPrivateKeyFile } : {}),
     certDir: flags.certDir !== undefined ? fromCwd(flags.certDir) : join(rootDir, 'pki'),
-    ...(kc.tlsMinVersion ? { tlsMinVersion: kc.tlsMinVersion } : {}),
+    ...tlsFlags(flags, kc),
     ...(kc.serverTLSBootstrap ? { serverTLSBootstrap: true } : {}),
     authentication,
     authorization,
   };
+}
+
+/** `--tls-min-version` / `--tls-cipher-suites` over the KubeletConfiguration's fields. */
+function tlsFlags(
+  flags: KubeletFlags,
+  kc: KubeletConfigValues,
+): { tlsMinVersion?: KubeletConfigValues['tlsMinVersion']; tlsCipherSuites?: string } {
+  let tlsMinVersion = kc.tlsMinVersion;
+  if (flags.tlsMinVersion !== undefined) {
+    tlsMinVersion = tlsVersions[flags.tlsMinVersion] as KubeletConfigValues['tlsMinVersion'];
+    if (!tlsMinVersion) {
+      throw new CliError(
+        `flag --tls-min-version must be one of ${Object.keys(tlsVersions).join(', ')}, got ${JSON.stringify(flags.tlsMinVersion)}`,
+      );
+    }
+  }
+  let tlsCipherSuites = kc.tlsCipherSuites;
+  if (flags.tlsCipherSuites !== undefined) {
+    try {
+      tlsCipherSuites = opensslCiphers(flags.tlsCipherSuites);
+    } catch (err) {
+      throw new CliError(`flag --tls-cipher-suites: ${(err as Error).message}`);
+    }
+  }
+  return { ...(tlsMinVersion ? { tlsMinVersion } : {}), ...(tlsCipherSuites ? { tlsCipherSuites } : {}) };
 }
 
 /**

@@ -3,6 +3,7 @@ import { ConfigError, type Logger, readYamlFile } from '@nodelet/kernel';
 import { parseDuration } from './duration.js';
 import { type AuthenticationConfig, defaultAuthentication } from './server/authn.js';
 import { type AuthorizationConfig, defaultAuthorization } from './server/authz.js';
+import { opensslCiphers, tlsVersions } from './server/tls-options.js';
 
 /**
  * The upstream KubeletConfiguration file (kubelet.config.k8s.io/v1beta1, `--config`). Fields nodelet
@@ -37,6 +38,8 @@ export interface KubeletConfigValues {
   tlsPrivateKeyFile?: string;
   /** Node's name of `tlsMinVersion` (VersionTLS12 → TLSv1.2). */
   tlsMinVersion?: 'TLSv1' | 'TLSv1.1' | 'TLSv1.2' | 'TLSv1.3';
+  /** `tlsCipherSuites` (Go names) as an OpenSSL cipher list. */
+  tlsCipherSuites?: string;
   /** Request the serving certificate with a CSR (`kubernetes.io/kubelet-serving`) instead of self-signing. */
   serverTLSBootstrap?: boolean;
   /** Always set from a file, with the file's defaults (webhook on, anonymous off). */
@@ -71,13 +74,6 @@ const bool = (field: string, value: unknown): boolean => {
   if (typeof value !== 'boolean') throw new Error(`field "${field}" must be true or false`);
   return value;
 };
-
-const tlsVersions = {
-  VersionTLS10: 'TLSv1',
-  VersionTLS11: 'TLSv1.1',
-  VersionTLS12: 'TLSv1.2',
-  VersionTLS13: 'TLSv1.3',
-} as const;
 
 /** Reads a nested mapping field by field; a field it does not know is an error naming its full path. */
 function mapping(
@@ -169,12 +165,22 @@ const implemented: Record<string, Reader> = {
   tlsCertFile: (v, f, o, base) => (o.tlsCertFile = resolve(base, str(f, v))),
   tlsPrivateKeyFile: (v, f, o, base) => (o.tlsPrivateKeyFile = resolve(base, str(f, v))),
   tlsMinVersion: (v, f, o) => {
-    const version = tlsVersions[str(f, v) as keyof typeof tlsVersions];
+    const version = tlsVersions[str(f, v)];
     if (!version)
       throw new Error(
         `field "${f}" must be one of ${Object.keys(tlsVersions).join(', ')}, got ${JSON.stringify(v)}`,
       );
     o.tlsMinVersion = version;
+  },
+  tlsCipherSuites: (v, f, o) => {
+    if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) {
+      throw new Error(`field "${f}" must be a list of cipher suite names`);
+    }
+    try {
+      o.tlsCipherSuites = opensslCiphers(v as string[]);
+    } catch (err) {
+      throw new Error(`field "${f}": ${(err as Error).message}`);
+    }
   },
   serverTLSBootstrap: (v, f, o) => (o.serverTLSBootstrap = bool(f, v)),
   authentication: (v, f, o, base) => (o.authentication = readAuthentication(v, f, base)),
@@ -183,7 +189,6 @@ const implemented: Record<string, Reader> = {
 
 /** Upstream v1beta1 fields nodelet does not implement yet: accepted, reported once by name. */
 const notYetImplemented = new Set([
-  'tlsCipherSuites',
   'rotateCertificates',
   'registryPullQPS',
   'registryBurst',

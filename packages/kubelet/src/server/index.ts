@@ -8,4 +8,5 @@ export * from './review-client.js';
 export * from './routes.js';
 export * from './secure-server.js';
 export * from './serving-cert.js';
+export * from './tls-options.js';
 export * from './ttl-cache.js';

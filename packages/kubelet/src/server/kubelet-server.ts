@@ -24,6 +24,8 @@ export interface KubeletServerConfig {
   /** Where the self-signed serving pair lives (`--cert-dir`, default `<rootDir>/pki`). */
   certDir?: string;
   tlsMinVersion?: SecureVersion;
+  /** An OpenSSL cipher list (from Go names: tls-options.ts). */
+  tlsCipherSuites?: string;
   /**
    * `serverTLSBootstrap`: the serving certificate comes from a `kubernetes.io/kubelet-serving` CSR
    * (installed with setServingCertificate by the rotation part); until then the self-signed one serves.
@@ -102,6 +104,7 @@ export async function startKubeletServers(
           serving,
           clientCA,
           minVersion: config.tlsMinVersion,
+          ciphers: config.tlsCipherSuites,
           authenticator: new KubeletAuthenticator(config.authentication, {
             ...deps,
             reviews,

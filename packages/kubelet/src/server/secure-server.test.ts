@@ -253,3 +253,20 @@ test('a handler that throws is a 500 with its message; bad escapes are 400 after
   t.is((await httpsGet(port, '/runningpods/', alice)).status, 200);
   t.deepEqual(JSON.parse((await httpsGet(port, '/configz', alice)).body), { kubeletconfig: {} });
 });
+
+test('tlsMinVersion and tlsCipherSuites reach the TLS layer', async (t) => {
+  const { port } = await setup(t, (c) => {
+    c.tlsMinVersion = 'TLSv1.3';
+  });
+  const handshake = (o: { maxVersion?: 'TLSv1.2' | 'TLSv1.3' }) =>
+    new Promise<string>((resolve) => {
+      const socket = connect({ host: '127.0.0.1', port, rejectUnauthorized: false, ...o }, () => {
+        const version = socket.getProtocol() ?? '';
+        socket.end();
+        resolve(version);
+      });
+      socket.on('error', (err) => resolve(`error: ${err.message}`));
+    });
+  t.is(await handshake({}), 'TLSv1.3');
+  t.regex(await handshake({ maxVersion: 'TLSv1.2' }), /^error: /);
+});

@@ -20,6 +20,8 @@ export interface SecureServerOptions {
   clientCA?: string;
   /** `tlsMinVersion` as Node names it (TLSv1.2 …). */
   minVersion?: SecureVersion;
+  /** An OpenSSL cipher list (`tlsCipherSuites`). */
+  ciphers?: string;
   authenticator: KubeletAuthenticator;
   authorizer: KubeletAuthorizer;
 }
@@ -91,6 +93,7 @@ export class KubeletSecureServer {
       key: this.serving.keyPem,
       ...(this.o.clientCA ? { ca: this.o.clientCA } : {}),
       ...(this.o.minVersion ? { minVersion: this.o.minVersion } : {}),
+      ...(this.o.ciphers ? { ciphers: this.o.ciphers } : {}),
     };
   }
 
