@@ -81,6 +81,12 @@ cpTest(
     setup.kubelet.podLogsDir = join(dir, 'pods');
     const kernel = await buildKernel(setup, logger);
     await kernel.start();
+    // Another part's endpoint (streaming registers exec like this) replaces the placeholder.
+    kernel.get(KubeletServerCapability).routes.addRoute({
+      path: '/exec/',
+      methods: ['GET', 'POST'],
+      handler: (_req, res) => void res.writeHead(200).end('exec here'),
+    });
     t.teardown(() => kernel.stop());
     const port = kernel.get(KubeletServerCapability).securePort()!;
 
@@ -100,6 +106,24 @@ cpTest(
       },
     );
     t.is(JSON.parse(admin.body).kind, 'PodList');
+    t.deepEqual(await get(port, '/exec/default/web/main', cp.adminCredentials), {
+      status: 200,
+      body: 'exec here',
+    });
+    const configz = JSON.parse((await get(port, '/configz', cp.adminCredentials)).body).kubeletconfig;
+    t.like(configz, {
+      port: 0,
+      readOnlyPort: 0,
+      authentication: {
+        x509: { clientCAFile: join(dir, 'ca.crt') },
+        webhook: { enabled: true, cacheTTL: '2m0s' },
+        anonymous: { enabled: false },
+      },
+      authorization: {
+        mode: 'Webhook',
+        webhook: { cacheAuthorizedTTL: '5m0s', cacheUnauthorizedTTL: '30s' },
+      },
+    });
     // A bootstrap token authenticates (TokenReview) as system:bootstrap:<id>, which may not read nodes/proxy.
     const token = /token: (\S+)/.exec(readFileSync(cp.bootstrapKubeconfigPath, 'utf8'))![1]!;
     const [id] = token.split('.');

@@ -9,6 +9,8 @@ import {
   startKubeletServers,
 } from './server/kubelet-server.js';
 import { RouteTable } from './server/routes.js';
+import { kubeletConfigz } from './server/configz.js';
+import { installKubeletRoutes } from './server/kubelet-routes.js';
 
 /** The running kubelet, for the host program (CLI, tests, embedders). */
 export const KubeletCapability = defineCapability<Kubelet>('kubelet', {
@@ -73,7 +75,13 @@ export const kubeletPlugin = definePlugin<KubeletPluginConfig>({
     );
     ctx.provide(KubeletCapability, kubelet);
     const logger = ctx.logger.child('server');
+    // The kubelet's own endpoints first: what other parts register later (streaming, stats, metrics)
+    // replaces or adds to them.
     const routes = new RouteTable(logger);
+    installKubeletRoutes(routes, kubelet, logger, {
+      configz: () => kubeletConfigz(ctx.config),
+      logDir: ctx.config.server?.logDir,
+    });
     let servers: KubeletServers | undefined;
     ctx.provide(KubeletServerCapability, {
       routes,
@@ -92,8 +100,7 @@ export const kubeletPlugin = definePlugin<KubeletPluginConfig>({
         kubelet,
         server ? { ...server, address, readOnlyPort } : { ...disabledSecureServer(), address, readOnlyPort },
         logger,
-        undefined,
-        routes,
+        { routes },
       );
     });
     ctx.onStop(async () => {

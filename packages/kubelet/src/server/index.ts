@@ -1,5 +1,6 @@
 export * from './authn.js';
 export * from './authz.js';
+export * from './configz.js';
 export * from './kubelet-routes.js';
 export * from './kubelet-server.js';
 export * from './log-options.js';

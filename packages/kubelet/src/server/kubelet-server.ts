@@ -4,10 +4,10 @@ import type { Logger } from '@nodelet/kernel';
 import type { Kubelet } from '../kubelet.js';
 import { type AuthenticationConfig, KubeletAuthenticator } from './authn.js';
 import { type AuthorizationConfig, KubeletAuthorizer } from './authz.js';
-import { installKubeletRoutes } from './kubelet-routes.js';
+import { kubeletRouteTable } from './kubelet-routes.js';
 import { ReadOnlyServer } from './read-only-server.js';
 import type { ReviewClient } from './review-client.js';
-import { RouteTable } from './routes.js';
+import type { RouteTable } from './routes.js';
 import { KubeletSecureServer } from './secure-server.js';
 import { loadServingCertificate } from './serving-cert.js';
 
@@ -56,18 +56,20 @@ function apiReviews(kubelet: Kubelet): ReviewClient | undefined {
 }
 
 /**
- * Builds and starts the kubelet's servers: the route table with the kubelet's endpoints, the HTTPS
- * server (`port`) behind authentication and authorization, and the read-only one when `readOnlyPort` > 0.
- * `reviews` (default: the kubelet's API connection) answers TokenReviews and SubjectAccessReviews.
+ * Starts the kubelet's servers: the HTTPS server (`port`) behind authentication and authorization, and
+ * the read-only one when `readOnlyPort` > 0, both serving `o.routes` (default: a new table with the
+ * kubelet's endpoints). `o.reviews` (default: the kubelet's API connection) answers TokenReviews and
+ * SubjectAccessReviews.
  */
 export async function startKubeletServers(
   kubelet: Kubelet,
   config: KubeletServerConfig,
   logger: Logger,
-  reviews: () => ReviewClient | undefined = () => apiReviews(kubelet),
-  table = new RouteTable(logger),
+  o: { reviews?: () => ReviewClient | undefined; routes?: RouteTable } = {},
 ): Promise<KubeletServers> {
-  installKubeletRoutes(table, kubelet, logger, { configz: config.configz, logDir: config.logDir });
+  const reviews = o.reviews ?? (() => apiReviews(kubelet));
+  const table =
+    o.routes ?? kubeletRouteTable(kubelet, logger, { configz: config.configz, logDir: config.logDir });
   const servers: KubeletServers = {
     routes: table,
     async close() {

@@ -66,7 +66,7 @@ async function setup(
   };
   configure(config);
   const reviews = new StubReviews(allow);
-  const servers = await startKubeletServers(kubelet, config, logger, () => reviews);
+  const servers = await startKubeletServers(kubelet, config, logger, { reviews: () => reviews });
   t.teardown(async () => {
     await servers.close();
     await kubelet.stop();
