@@ -171,6 +171,7 @@ export async function runUp(
   };
   stops.push(() => kernel.stop());
   let proxyLine = 'proxy: none\n';
+  let kubeletLines = '';
   try {
     for (const name of nodeNames) {
       const nodeDir = join(flags.dataDir, 'nodes', name);
@@ -212,6 +213,7 @@ export async function runUp(
       // kubectl logs: the API server reads the node's container logs from its kubelet's API, as upstream
       // does, with its client certificate (kube-apiserver's --kubelet-client-certificate).
       const port = nodeKernel.get(KubeletServerCapability).securePort()!;
+      kubeletLines += `kubelet ${name}: https://127.0.0.1:${port}\n`;
       const unregister = cp.registerLogProvider(name, kubeletLogs(port, cp.adminCredentials));
       stops.push(async () => unregister());
     }
@@ -246,7 +248,9 @@ export async function runUp(
   io.stdout(
     `nodelet control plane is serving at ${cp.url} with ${flags.nodes} node${flags.nodes === 1 ? '' : 's'} (${flags.runtime} runtime)\n` +
       proxyLine +
+      kubeletLines +
       `kubeconfig: ${cp.kubeconfigPath}\n` +
+      `kubelet client certificate: ${join(flags.dataDir, 'pki', 'admin.crt')} (and admin.key; nodelet logs --server <kubelet> --client-certificate … --client-key …)\n` +
       `try: kubectl --kubeconfig ${cp.kubeconfigPath} get nodes\n`,
   );
   return kernel;
