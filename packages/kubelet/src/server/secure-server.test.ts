@@ -152,6 +152,14 @@ test('anonymous: off → 401; on → system:anonymous, and an invalid token is s
     'Forbidden (user=system:anonymous, verb=get, resource=nodes, subresource(s)=[pods proxy])\n',
   );
   t.is((await httpsGet(on.port, '/healthz', { token: 'bad' })).status, 401);
+  // Without the token webhook a bearer token is no credential at all: anonymous.
+  const noWebhook = await setup(t, (c) => {
+    c.authentication.anonymous.enabled = true;
+    c.authentication.webhook.enabled = false;
+  });
+  t.is((await httpsGet(noWebhook.port, '/healthz', { token: 'good-tina' })).status, 200);
+  t.is(noWebhook.reviews.tokenReviews.length, 0);
+  t.is(noWebhook.reviews.accessReviews[0]!.spec!.user, 'system:anonymous');
 });
 
 test('AlwaysAllow lets any authenticated user in without a review', async (t) => {
