@@ -296,6 +296,8 @@ class Nodelet {
         join(dir, 'root'),
         '--read-only-port',
         String(port),
+        '--port',
+        '0',
         '--hostname-override',
         node,
         '--config',

@@ -45,6 +45,20 @@ test('defaults: hostname in lower case, fake runtime, home directories, 10255 on
     readOnlyPort: 10255,
     address: '127.0.0.1',
     tmpfsVolumes: false, // the fake runtime's pods mount nothing on the host
+    // The flags' defaults for the kubelet API (a KubeletConfiguration's differ).
+    server: {
+      port: 10250,
+      certDir: '/home/ada/.nodelet/kubelet/pki',
+      authentication: {
+        x509: {},
+        webhook: { enabled: false, cacheTTLMs: 120_000 },
+        anonymous: { enabled: true },
+      },
+      authorization: {
+        mode: 'AlwaysAllow',
+        webhook: { cacheAuthorizedTTLMs: 300_000, cacheUnauthorizedTTLMs: 30_000 },
+      },
+    },
   });
   t.is(setup.runtime.name, 'fake');
   t.deepEqual(defaultDirs({ isRoot: true, homeDir: '/root' }), {
@@ -322,7 +336,7 @@ test('plugins.<name> config reaches the plugin; its errors name the file; unknow
   );
   const sink = new MemorySink();
   const logger = createLogger({ sink: sink.sink });
-  const setup = resolveKubeletSetup({ config: file, rootDir: dir, readOnlyPort: 0 }, env(dir, sink));
+  const setup = resolveKubeletSetup({ config: file, rootDir: dir, readOnlyPort: 0, port: 0 }, env(dir, sink));
   const kernel = await buildKernel(setup, logger);
   t.is(sink.find(`${file}: plugins.other configures a plugin that is not loaded; ignoring it`).length, 1);
   await t.throwsAsync(kernel.start(), {
@@ -337,7 +351,10 @@ test('a runtime plugin that does not provide cri.runtime fails to link, naming w
     "export default { manifest: { name: 'tiny', version: '1.0.0', provides: [], requires: [] }, register() {} };",
   );
   const sink = new MemorySink();
-  const setup = resolveKubeletSetup({ runtime: './tiny.mjs', rootDir: dir, readOnlyPort: 0 }, env(dir, sink));
+  const setup = resolveKubeletSetup(
+    { runtime: './tiny.mjs', rootDir: dir, readOnlyPort: 0, port: 0 },
+    env(dir, sink),
+  );
   const kernel = await buildKernel(setup, createLogger({ sink: sink.sink }));
   await t.throwsAsync(kernel.start(), {
     name: 'LinkError',
@@ -363,7 +380,7 @@ test('CRI endpoints: flags over plugins.<name>, over the KubeletConfiguration, o
   /** Which socket the started runtime plugin tried: its startup error names it. */
   const triedSocket = async (flags: Parameters<typeof resolveKubeletSetup>[0]) => {
     const sink = new MemorySink();
-    const setup = resolveKubeletSetup({ rootDir: dir, readOnlyPort: 0, ...flags }, env(dir, sink));
+    const setup = resolveKubeletSetup({ rootDir: dir, readOnlyPort: 0, port: 0, ...flags }, env(dir, sink));
     const kernel = await buildKernel(setup, createLogger({ sink: sink.sink }));
     const err = await t.throwsAsync(kernel.start());
     return (
@@ -395,7 +412,12 @@ test('CRI endpoints with a runtime that takes none: a flag is refused, a Kubelet
   const sink = new MemorySink();
   const logger = createLogger({ sink: sink.sink });
   const flagged = resolveKubeletSetup(
-    { rootDir: dir, readOnlyPort: 0, containerRuntimeEndpoint: 'unix:///run/containerd/containerd.sock' },
+    {
+      rootDir: dir,
+      readOnlyPort: 0,
+      port: 0,
+      containerRuntimeEndpoint: 'unix:///run/containerd/containerd.sock',
+    },
     env(dir, sink),
   );
   await t.throwsAsync(buildKernel(flagged, logger), {
@@ -408,11 +430,140 @@ test('CRI endpoints with a runtime that takes none: a flag is refused, a Kubelet
     'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncontainerRuntimeEndpoint: unix:///run/containerd/containerd.sock\n',
   );
   await buildKernel(
-    resolveKubeletSetup({ config: kc, rootDir: dir, readOnlyPort: 0 }, env(dir, sink)),
+    resolveKubeletSetup({ config: kc, rootDir: dir, readOnlyPort: 0, port: 0 }, env(dir, sink)),
     logger,
   );
   t.is(
     sink.find('the KubeletConfiguration names a CRI endpoint, but the runtime does not use one').length,
     1,
   );
+});
+
+test('the kubelet API: KubeletConfiguration fields with the file defaults, flags over them, errors by name', (t) => {
+  const dir = tmp(t);
+  const write = (extra: string) => {
+    writeFileSync(
+      join(dir, 'kc.yaml'),
+      `apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n${extra}`,
+    );
+    return join(dir, 'kc.yaml');
+  };
+  // A file without the fields: upstream's file defaults (webhook on, anonymous off, Webhook; read-only off).
+  const plain = resolveKubeletSetup({ config: write('') }, env(dir));
+  t.is(plain.kubelet.readOnlyPort, 0);
+  t.like(plain.kubelet.server, {
+    port: 10250,
+    authentication: {
+      x509: {},
+      webhook: { enabled: true, cacheTTLMs: 120_000 },
+      anonymous: { enabled: false },
+    },
+    authorization: { mode: 'Webhook' },
+  });
+  const file = write(`port: 10260
+tlsCertFile: ./tls.crt
+tlsPrivateKeyFile: ./tls.key
+tlsMinVersion: VersionTLS13
+tlsCipherSuites: [TLS_AES_128_GCM_SHA256, TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256]
+serverTLSBootstrap: true
+authentication:
+  x509: {clientCAFile: ./ca.crt}
+  webhook: {enabled: false, cacheTTL: 10s}
+  anonymous: {enabled: true}
+authorization:
+  mode: AlwaysAllow
+  webhook: {cacheAuthorizedTTL: 1m, cacheUnauthorizedTTL: 5s}
+`);
+  const fromFile = resolveKubeletSetup({ config: file }, env('/cwd'));
+  t.deepEqual(fromFile.kubelet.server, {
+    port: 10260,
+    tlsCertFile: join(dir, 'tls.crt'),
+    tlsPrivateKeyFile: join(dir, 'tls.key'),
+    certDir: '/home/ada/.nodelet/kubelet/pki',
+    tlsMinVersion: 'TLSv1.3',
+    tlsCipherSuites: 'TLS_AES_128_GCM_SHA256:ECDHE-RSA-AES128-GCM-SHA256',
+    serverTLSBootstrap: true,
+    authentication: {
+      x509: { clientCAFile: join(dir, 'ca.crt') },
+      webhook: { enabled: false, cacheTTLMs: 10_000 },
+      anonymous: { enabled: true },
+    },
+    authorization: {
+      mode: 'AlwaysAllow',
+      webhook: { cacheAuthorizedTTLMs: 60_000, cacheUnauthorizedTTLMs: 5_000 },
+    },
+  });
+  const flagged = resolveKubeletSetup(
+    {
+      ...parseKubeletArgs([
+        '--port=0',
+        '--client-ca-file=other.crt',
+        '--anonymous-auth=false',
+        '--authentication-token-webhook=true',
+        '--authorization-mode=Webhook',
+      ]).flags,
+      config: file,
+    },
+    env('/cwd'),
+  );
+  t.like(flagged.kubelet.server, {
+    port: 0,
+    authentication: {
+      x509: { clientCAFile: '/cwd/other.crt' },
+      webhook: { enabled: true },
+      anonymous: { enabled: false },
+    },
+    authorization: { mode: 'Webhook' },
+  });
+
+  for (const [body, message] of [
+    ['port: 70000\n', /field "port" must be an integer from 0 to 65535/],
+    [
+      'tlsMinVersion: TLS1.2\n',
+      /field "tlsMinVersion" must be one of VersionTLS10, VersionTLS11, VersionTLS12, VersionTLS13/,
+    ],
+    ['tlsCertFile: a.crt\n', /fields "tlsCertFile" and "tlsPrivateKeyFile" go together/],
+    [
+      'authentication:\n  anonymous: {enabled: "yes"}\n',
+      /field "authentication.anonymous.enabled" must be true or false/,
+    ],
+    [
+      'authentication:\n  x509: {clientCaFile: a}\n',
+      /unknown field "authentication.x509.clientCaFile"; known: clientCAFile/,
+    ],
+    ['authentication:\n  webhook: {cacheTTL: soon}\n', /authentication.webhook.cacheTTL/],
+    [
+      'authorization:\n  mode: RBAC\n',
+      /field "authorization.mode" must be Webhook or AlwaysAllow, got "RBAC"/,
+    ],
+    ['authorization: [Webhook]\n', /field "authorization" must be a mapping/],
+    ['serverTLSBootstrap: 1\n', /field "serverTLSBootstrap" must be true or false/],
+    ['tlsCipherSuites: [RC4]\n', /field "tlsCipherSuites": unknown TLS cipher suite "RC4"/],
+  ] as const) {
+    const path = write(body);
+    t.throws(
+      () => resolveKubeletSetup({ config: path }, env(dir)),
+      { message: new RegExp(`^${path}: .*${message.source}`) },
+      body,
+    );
+  }
+  t.throws(() => resolveKubeletSetup({ tlsMinVersion: 'TLS13' }, env(dir)), {
+    message:
+      'flag --tls-min-version must be one of VersionTLS10, VersionTLS11, VersionTLS12, VersionTLS13, got "TLS13"',
+  });
+  t.throws(() => resolveKubeletSetup(parseKubeletArgs(['--tls-cipher-suites=TLS_NOPE']).flags, env(dir)), {
+    message: /^flag --tls-cipher-suites: unknown TLS cipher suite "TLS_NOPE"; known: TLS_AES_128_GCM_SHA256/,
+  });
+  t.throws(() => parseKubeletArgs(['--port=-1']), {
+    message: 'flag --port must be an integer from 0 to 65535, got "-1"',
+  });
+  t.throws(() => parseKubeletArgs(['--anonymous-auth=maybe']), {
+    message: 'flag --anonymous-auth must be true or false, got "maybe"',
+  });
+  t.throws(() => parseKubeletArgs(['--authorization-mode', 'RBAC']), {
+    message: 'flag --authorization-mode must be AlwaysAllow or Webhook, got "RBAC"',
+  });
+  t.throws(() => resolveKubeletSetup({ tlsCertFile: 'a.crt' }, env(dir)), {
+    message: 'flags --tls-cert-file and --tls-private-key-file go together: set both or neither',
+  });
 });

@@ -198,6 +198,8 @@ test('startup errors are one line on stderr and exit 1', async (t) => {
     'unix:///nonexistent/containerd.sock',
     '--read-only-port',
     '0',
+    '--port',
+    '0',
   ]);
   t.is(runtime.code, 1);
   t.is(
@@ -218,6 +220,8 @@ test('startup errors are one line on stderr and exit 1', async (t) => {
     'kubelet',
     '--read-only-port',
     String(port),
+    '--port',
+    '0',
     '--root-dir',
     '/tmp/nodelet-e2e-unused',
     '--hostname-override',
@@ -258,6 +262,12 @@ test('help and version', async (t) => {
     '--root-dir',
     '--read-only-port',
     '--address',
+    '--port',
+    '--client-ca-file',
+    '--authorization-mode',
+    '--anonymous-auth',
+    '--authentication-token-webhook',
+    '--tls-cert-file',
     '--v',
   ]) {
     t.true(kubeletHelp.stdout.includes(flag), flag);

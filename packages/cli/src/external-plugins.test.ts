@@ -94,7 +94,7 @@ test('a probe handler from a directory outside the repository, named only in plu
   const clock = new VirtualClock();
   const logger = createLogger({ sink: sink.sink, now: () => clock.now() });
   const setup = resolveKubeletSetup(
-    { config: file, rootDir: join(dir, 'root'), readOnlyPort: 0 },
+    { config: file, rootDir: join(dir, 'root'), readOnlyPort: 0, port: 0 },
     { cwd: dir, hostname: 'sim-1', isRoot: false, homeDir: dir, ipv4: ['192.0.2.1'], logger },
   );
   // The pods come from a source of the test's own (a static-manifest directory reads files in real time).
@@ -148,7 +148,7 @@ test('a volume plugin from a directory outside the repository, named only in plu
   const clock = new VirtualClock();
   const logger = createLogger({ sink: new MemorySink().sink, now: () => clock.now() });
   const setup = resolveKubeletSetup(
-    { config: file, rootDir: join(dir, 'root'), readOnlyPort: 0 },
+    { config: file, rootDir: join(dir, 'root'), readOnlyPort: 0, port: 0 },
     { cwd: dir, hostname: 'sim-1', isRoot: false, homeDir: dir, ipv4: ['192.0.2.1'], logger },
   );
   const pods = new BehaviorSubject<Pod[]>([]);
@@ -245,7 +245,7 @@ test('config errors of two plugins are reported at once, each naming the file an
   });
   const logger = createLogger({ sink: new MemorySink().sink });
   const setup = resolveKubeletSetup(
-    { config: file, rootDir: join(dir, 'root'), readOnlyPort: 0 },
+    { config: file, rootDir: join(dir, 'root'), readOnlyPort: 0, port: 0 },
     { cwd: dir, hostname: 'n', isRoot: false, homeDir: dir, ipv4: [], logger },
   );
   const kernel = await buildKernel(setup, logger);

@@ -38,9 +38,25 @@ Configuration:
   --node-ip IP                   the node's IP (default: the first non-loopback IPv4 address)
   --root-dir DIR                 kubelet root directory, for volumes
                                  (default /var/lib/kubelet as root, else ~/.nodelet/kubelet)
-  --read-only-port N             read-only HTTP port serving /healthz and /pods; 0 disables it
-                                 (default 10255)
-  --address IP                   address the read-only port binds to (default 127.0.0.1)
+  --read-only-port N             read-only HTTP port serving /healthz, /pods, /spec, /stats and /metrics
+                                 without authentication; 0 disables it (default 10255; 0 in a
+                                 KubeletConfiguration file)
+  --address IP                   address the kubelet's ports bind to (default 127.0.0.1)
+
+The kubelet API (HTTPS: /pods, /containerLogs, /logs, /exec, …):
+  --port N                       its port (default 10250; 0 picks a free one)
+  --tls-cert-file FILE           serving certificate (default: self-signed <cert-dir>/kubelet.crt)
+  --tls-private-key-file FILE    its key (with --tls-cert-file)
+  --cert-dir DIR                 where the self-signed pair lives (default <root-dir>/pki)
+  --tls-min-version V            VersionTLS10 … VersionTLS13 (default: Node's, TLS 1.2)
+  --tls-cipher-suites A,B        Go cipher suite names, e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256
+  --client-ca-file FILE          client certificates signed by this CA authenticate (CN user, O groups)
+  --authentication-token-webhook=true|false
+                                 bearer tokens are checked with a TokenReview (default false)
+  --anonymous-auth=true|false    requests without credentials are system:anonymous (default true)
+  --authorization-mode MODE      AlwaysAllow or Webhook (SubjectAccessReview; default AlwaysAllow)
+                                 (a KubeletConfiguration's defaults differ: webhook on, anonymous off,
+                                 Webhook — as upstream)
   --v N                          log verbosity: 0-1 info, 2 and up debug (default 0)
   -h, --help                     show this help
 
@@ -70,6 +86,16 @@ const options = {
   'root-dir': { type: 'string' },
   'read-only-port': { type: 'string' },
   address: { type: 'string' },
+  port: { type: 'string' },
+  'tls-cert-file': { type: 'string' },
+  'tls-private-key-file': { type: 'string' },
+  'cert-dir': { type: 'string' },
+  'tls-min-version': { type: 'string' },
+  'tls-cipher-suites': { type: 'string' },
+  'client-ca-file': { type: 'string' },
+  'authentication-token-webhook': { type: 'string' },
+  'anonymous-auth': { type: 'string' },
+  'authorization-mode': { type: 'string' },
   v: { type: 'string', short: 'v' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -104,9 +130,42 @@ export function parseKubeletArgs(args: readonly string[]): ParsedKubeletArgs {
   set('rootDir', values['root-dir']);
   set('readOnlyPort', intFlag('read-only-port', values['read-only-port'], 0, 65535));
   set('address', values.address);
+  set('port', intFlag('port', values.port, 0, 65535));
+  set('tlsCertFile', values['tls-cert-file']);
+  set('tlsPrivateKeyFile', values['tls-private-key-file']);
+  set('certDir', values['cert-dir']);
+  set('tlsMinVersion', values['tls-min-version']);
+  set(
+    'tlsCipherSuites',
+    values['tls-cipher-suites']
+      ?.split(',')
+      .map((s) => s.trim())
+      .filter(Boolean),
+  );
+  set('clientCaFile', values['client-ca-file']);
+  set(
+    'authenticationTokenWebhook',
+    boolFlag('authentication-token-webhook', values['authentication-token-webhook']),
+  );
+  set('anonymousAuth', boolFlag('anonymous-auth', values['anonymous-auth']));
+  const mode = values['authorization-mode'];
+  if (mode !== undefined && mode !== 'AlwaysAllow' && mode !== 'Webhook') {
+    throw new CliError(
+      `flag --authorization-mode must be AlwaysAllow or Webhook, got ${JSON.stringify(mode)}`,
+    );
+  }
+  set('authorizationMode', mode);
   // `-v=2` (Go's flag syntax, as klog users type it) reaches parseArgs as the short flag with value `=2`.
   set('v', intFlag('v', values.v?.replace(/^=/, ''), 0, 10));
   return { help: !!values.help, flags };
+}
+
+/** A Go bool flag given a value (`--anonymous-auth=false`). */
+function boolFlag(name: string, value: string | undefined): boolean | undefined {
+  if (value === undefined) return undefined;
+  if (['true', '1', 't', 'T', 'TRUE', 'True'].includes(value)) return true;
+  if (['false', '0', 'f', 'F', 'FALSE', 'False'].includes(value)) return false;
+  throw new CliError(`flag --${name} must be true or false, got ${JSON.stringify(value)}`);
 }
 
 /** klog verbosity → logger level: 0-1 info, 2 and up debug. */
@@ -205,10 +264,9 @@ export async function runKubelet(
     io.stdout(kubeletHelp);
     return undefined;
   }
-  const [{ createLogger }, { hostEnv, resolveKubeletSetup }] = await Promise.all([
-    import('@nodelet/kernel'),
-    import('./kubelet-setup.js'),
-  ]);
+  const [{ createLogger }, { hostEnv, resolveKubeletSetup }, { KubeletServerCapability }] = await Promise.all(
+    [import('@nodelet/kernel'), import('./kubelet-setup.js'), import('@nodelet/kubelet')],
+  );
   const logger = createLogger({ level: logLevelFor(flags.v) });
   const setup = resolveKubeletSetup(flags, hostEnv(logger));
   const kernel = await buildKernel(setup, logger);
@@ -226,6 +284,10 @@ export async function runKubelet(
     hostIP: k.hostIP,
     ...(k.apiServer ? { kubeconfig: k.apiServer.kubeconfig ?? '' } : {}),
     readOnly: k.readOnlyPort > 0 ? `${k.address}:${k.readOnlyPort}` : 'disabled',
+    port:
+      k.server && k.server.enableServer !== false
+        ? `${k.address}:${kernel.get(KubeletServerCapability).securePort()}`
+        : 'disabled',
     ...(setup.config ? { config: setup.config.path } : {}),
   });
   return kernel;

@@ -99,6 +99,8 @@ cpTest(
         join(dir, 'root'),
         '--read-only-port',
         '0',
+        '--port',
+        '0',
         '--config',
         join(dir, 'nodelet.yaml'),
       ],

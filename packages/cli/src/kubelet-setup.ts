@@ -6,8 +6,10 @@ import {
   type ApiServerOptions,
   type KubeletConfigValues,
   type KubeletPluginConfig,
+  opensslCiphers,
   parseLabels,
   parseTaints,
+  tlsVersions,
 } from '@nodelet/kubelet';
 import { CliError } from './errors.js';
 import { type LoadedConfig, loadConfigFile } from './nodelet-config.js';
@@ -37,6 +39,18 @@ export interface KubeletFlags {
   rootDir?: string;
   readOnlyPort?: number;
   address?: string;
+  /** The kubelet API (HTTPS): `--port`, its certificate, authentication and authorization. */
+  port?: number;
+  tlsCertFile?: string;
+  tlsPrivateKeyFile?: string;
+  certDir?: string;
+  /** Go names: VersionTLS12, TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, … */
+  tlsMinVersion?: string;
+  tlsCipherSuites?: string[];
+  clientCaFile?: string;
+  authenticationTokenWebhook?: boolean;
+  anonymousAuth?: boolean;
+  authorizationMode?: 'AlwaysAllow' | 'Webhook';
   v?: number;
 }
 
@@ -88,6 +102,7 @@ export interface KubeletSetup {
 }
 
 export const DEFAULT_READ_ONLY_PORT = 10255;
+export const DEFAULT_PORT = 10250;
 export const DEFAULT_ADDRESS = '127.0.0.1';
 
 /** Kubelet root and pod log directories: upstream's paths for root, under ~/.nodelet otherwise. */
@@ -208,6 +223,15 @@ export function resolveKubeletSetup(flags: KubeletFlags, env: SetupEnv): Kubelet
   if (runtime.name === 'fake') kubelet.tmpfsVolumes = false;
   const apiServer = apiServerOptions(flags, fromCwd, kc);
   if (apiServer) kubelet.apiServer = apiServer;
+  kubelet.server = serverConfig(flags, fromCwd, kc, config?.kubeletPath, kubelet.rootDir);
+  if (!apiServer && kubelet.server.enableServer !== false) {
+    const { authentication, authorization } = kubelet.server;
+    if (authorization.mode === 'Webhook' || authentication.webhook.enabled) {
+      env.logger.warn(
+        'the kubelet API uses webhook authentication or authorization but there is no API server (--kubeconfig): bearer tokens are refused and Webhook authorization fails every request; use --authorization-mode AlwaysAllow for a standalone kubelet',
+      );
+    }
+  }
 
   const listed = Array.isArray(nc?.plugins) ? nc.plugins : undefined;
   const setup: KubeletSetup = {
@@ -230,6 +254,86 @@ export function resolveKubeletSetup(flags: KubeletFlags, env: SetupEnv): Kubelet
     };
   }
   return setup;
+}
+
+/**
+ * The kubelet API's configuration, as upstream merges it: a flag given wins; else the
+ * KubeletConfiguration's field, with the file's defaults (webhook authentication on, anonymous off,
+ * Webhook authorization); without a file, the flags' defaults (anonymous on, AlwaysAllow).
+ */
+function serverConfig(
+  flags: KubeletFlags,
+  fromCwd: (p: string) => string,
+  kc: KubeletConfigValues,
+  kubeletPath: string | undefined,
+  rootDir: string,
+): NonNullable<KubeletPluginConfig['server']> {
+  const authentication = structuredClone(
+    kc.authentication ?? {
+      x509: {},
+      webhook: { enabled: false, cacheTTLMs: 120_000 },
+      anonymous: { enabled: true },
+    },
+  );
+  const authorization = structuredClone(
+    kc.authorization ?? {
+      mode: 'AlwaysAllow' as const,
+      webhook: { cacheAuthorizedTTLMs: 300_000, cacheUnauthorizedTTLMs: 30_000 },
+    },
+  );
+  if (flags.clientCaFile !== undefined) {
+    if (flags.clientCaFile) authentication.x509.clientCAFile = fromCwd(flags.clientCaFile);
+    else delete authentication.x509.clientCAFile;
+  }
+  if (flags.authenticationTokenWebhook !== undefined)
+    authentication.webhook.enabled = flags.authenticationTokenWebhook;
+  if (flags.anonymousAuth !== undefined) authentication.anonymous.enabled = flags.anonymousAuth;
+  if (flags.authorizationMode !== undefined) authorization.mode = flags.authorizationMode;
+  const tlsCertFile = flags.tlsCertFile !== undefined ? fromCwd(flags.tlsCertFile) : kc.tlsCertFile;
+  const tlsPrivateKeyFile =
+    flags.tlsPrivateKeyFile !== undefined ? fromCwd(flags.tlsPrivateKeyFile) : kc.tlsPrivateKeyFile;
+  if (!tlsCertFile !== !tlsPrivateKeyFile) {
+    const origin =
+      flags.tlsCertFile !== undefined || flags.tlsPrivateKeyFile !== undefined
+        ? 'flags --tls-cert-file and --tls-private-key-file'
+        : `${kubeletPath}: fields "tlsCertFile" and "tlsPrivateKeyFile"`;
+    throw new CliError(`${origin} go together: set both or neither`);
+  }
+  return {
+    ...(kc.enableServer === false ? { enableServer: false } : {}),
+    port: flags.port ?? kc.port ?? DEFAULT_PORT,
+    ...(tlsCertFile ? { tlsCertFile, tlsPrivateKeyFile } : {}),
+    certDir: flags.certDir !== undefined ? fromCwd(flags.certDir) : join(rootDir, 'pki'),
+    ...tlsFlags(flags, kc),
+    ...(kc.serverTLSBootstrap ? { serverTLSBootstrap: true } : {}),
+    authentication,
+    authorization,
+  };
+}
+
+/** `--tls-min-version` / `--tls-cipher-suites` over the KubeletConfiguration's fields. */
+function tlsFlags(
+  flags: KubeletFlags,
+  kc: KubeletConfigValues,
+): { tlsMinVersion?: KubeletConfigValues['tlsMinVersion']; tlsCipherSuites?: string } {
+  let tlsMinVersion = kc.tlsMinVersion;
+  if (flags.tlsMinVersion !== undefined) {
+    tlsMinVersion = tlsVersions[flags.tlsMinVersion] as KubeletConfigValues['tlsMinVersion'];
+    if (!tlsMinVersion) {
+      throw new CliError(
+        `flag --tls-min-version must be one of ${Object.keys(tlsVersions).join(', ')}, got ${JSON.stringify(flags.tlsMinVersion)}`,
+      );
+    }
+  }
+  let tlsCipherSuites = kc.tlsCipherSuites;
+  if (flags.tlsCipherSuites !== undefined) {
+    try {
+      tlsCipherSuites = opensslCiphers(flags.tlsCipherSuites);
+    } catch (err) {
+      throw new CliError(`flag --tls-cipher-suites: ${(err as Error).message}`);
+    }
+  }
+  return { ...(tlsMinVersion ? { tlsMinVersion } : {}), ...(tlsCipherSuites ? { tlsCipherSuites } : {}) };
 }
 
 /**

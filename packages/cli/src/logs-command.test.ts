@@ -113,10 +113,16 @@ test('nodelet logs: usage errors and an unreachable kubelet are one line', async
     stderr: 'nodelet: flag --tail must be an integer from -1 to 9007199254740991, got "x"\n',
   });
   const port = await freePort();
-  t.deepEqual(await nodelet(['logs', 'p', '-c', 'c', '--server', `http://127.0.0.1:${port}`]), {
+  t.deepEqual(await nodelet(['logs', 'p', '-c', 'c', '--server', `https://127.0.0.1:${port}`]), {
     code: 1,
     stdout: '',
-    stderr: `nodelet: cannot reach the kubelet at http://127.0.0.1:${port} (is "nodelet kubelet" running? its read-only port is set by --read-only-port)\n`,
+    stderr: `nodelet: cannot reach the kubelet at https://127.0.0.1:${port} (is "nodelet kubelet" running? its API port is set by --port)\n`,
+  });
+  t.deepEqual(await nodelet(['logs', 'p', '--client-certificate', '/nonexistent.crt', '--client-key', 'k']), {
+    code: 1,
+    stdout: '',
+    stderr:
+      "nodelet: flag --client-certificate: cannot read /nonexistent.crt: ENOENT: no such file or directory, open '/nonexistent.crt'\n",
   });
   const help = await nodelet(['logs', '--help']);
   t.is(help.code, 0);

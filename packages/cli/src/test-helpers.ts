@@ -151,6 +151,8 @@ export class KubeletProcess {
         join(k.dir, 'root'),
         '--read-only-port',
         String(k.port),
+        '--port',
+        '0',
         '--hostname-override',
         nodeName,
         '--config',

@@ -110,6 +110,27 @@ kubectlTest(
         },
         { timeoutMs: 30_000 },
       );
+      // kubectl logs: the API server reads them from the kubelet's HTTPS API with its client certificate,
+      // authorized there by a SubjectAccessReview back to the API server.
+      const logs = await kubectl(kubeconfig, ['logs', 'web']);
+      t.is(logs.code, 0, logs.stderr);
+      const previous = await kubectl(kubeconfig, ['logs', 'web', '--previous']);
+      t.regex(previous.stderr, /previous terminated container "web" in pod "web" not found/);
+      // nodelet logs straight from the kubelet API, with the admin certificate it prints; 401 without.
+      const kubeletUrl = /^kubelet \S+: (https:\/\/127\.0\.0\.1:\d+)$/m.exec(first.stdout())![1]!;
+      const cert = [
+        '--client-certificate',
+        join(dataDir, 'pki', 'admin.crt'),
+        '--client-key',
+        join(dataDir, 'pki', 'admin.key'),
+      ];
+      const direct = await nodelet(['logs', 'web', '--server', kubeletUrl, ...cert]);
+      t.is(direct.code, 0, direct.stderr);
+      t.deepEqual(await nodelet(['logs', 'web', '-c', 'web', '--server', kubeletUrl]), {
+        code: 1,
+        stdout: '',
+        stderr: 'Error from server (Unauthorized): Unauthorized\n',
+      });
       const deleted = await kubectl(kubeconfig, ['delete', 'pod', 'web']);
       t.is(deleted.stdout.trim(), 'pod "web" deleted');
       const applied = await kubectl(

@@ -1,3 +1,4 @@
+import { mkdir, writeFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -131,15 +132,12 @@ export async function runUp(
     io.stdout(upHelp);
     return undefined;
   }
-  const [
-    { Kernel, createLogger },
-    { controlPlanePlugin, ControlPlaneApi },
-    { KubeletCapability, ReadOnlyServer },
-  ] = await Promise.all([
-    import('@nodelet/kernel'),
-    import('@nodelet/controlplane'),
-    import('@nodelet/kubelet'),
-  ]);
+  const [{ Kernel, createLogger }, { controlPlanePlugin, ControlPlaneApi }, { KubeletServerCapability }] =
+    await Promise.all([
+      import('@nodelet/kernel'),
+      import('@nodelet/controlplane'),
+      import('@nodelet/kubelet'),
+    ]);
   const [{ hostEnv, resolveKubeletSetup }, { buildKernel }] = await Promise.all([
     import('./kubelet-setup.js'),
     import('./kubelet-command.js'),
@@ -173,6 +171,7 @@ export async function runUp(
   };
   stops.push(() => kernel.stop());
   let proxyLine = 'proxy: none\n';
+  let kubeletLines = '';
   try {
     for (const name of nodeNames) {
       const nodeDir = join(flags.dataDir, 'nodes', name);
@@ -187,17 +186,35 @@ export async function runUp(
         env,
       );
       setup.kubelet.podLogsDir = join(nodeDir, 'pods');
+      // The kubelet API as a cluster's kubelet serves it: the cluster CA's certificates and the API
+      // server's TokenReviews authenticate, SubjectAccessReviews authorize; a free port each.
+      const clientCAFile = join(nodeDir, 'client-ca.crt');
+      await mkdir(nodeDir, { recursive: true });
+      await writeFile(clientCAFile, cp.caCert);
+      setup.kubelet.server = {
+        port: 0,
+        certDir: join(nodeDir, 'kubelet', 'pki'),
+        authentication: {
+          x509: { clientCAFile },
+          webhook: { enabled: true, cacheTTLMs: 120_000 },
+          anonymous: { enabled: false },
+        },
+        authorization: {
+          mode: 'Webhook',
+          webhook: { cacheAuthorizedTTLMs: 300_000, cacheUnauthorizedTTLMs: 30_000 },
+        },
+      };
       // Simulated containers write their (scripted) output to real CRI log files, so kubectl logs works.
       if (flags.runtime === 'fake')
         setup.plugins['runtime-fake'] = { writeLogs: true, ...setup.plugins['runtime-fake'] };
       const nodeKernel = await buildKernel(setup, logger.child(name));
       await nodeKernel.start();
       stops.push(() => nodeKernel.stop());
-      // kubectl logs: the API server reads the node's container logs from its kubelet, as upstream does.
-      const logs = new ReadOnlyServer(nodeKernel.get(KubeletCapability), logger.child(name).child('logs'));
-      const address = await logs.listen(0, '127.0.0.1');
-      stops.push(() => logs.close());
-      const unregister = cp.registerLogProvider(name, kubeletLogs(address.port));
+      // kubectl logs: the API server reads the node's container logs from its kubelet's API, as upstream
+      // does, with its client certificate (kube-apiserver's --kubelet-client-certificate).
+      const port = nodeKernel.get(KubeletServerCapability).securePort()!;
+      kubeletLines += `kubelet ${name}: https://127.0.0.1:${port}\n`;
+      const unregister = cp.registerLogProvider(name, kubeletLogs(port, cp.adminCredentials));
       stops.push(async () => unregister());
     }
     if (proxySetup) {
@@ -231,7 +248,9 @@ export async function runUp(
   io.stdout(
     `nodelet control plane is serving at ${cp.url} with ${flags.nodes} node${flags.nodes === 1 ? '' : 's'} (${flags.runtime} runtime)\n` +
       proxyLine +
+      kubeletLines +
       `kubeconfig: ${cp.kubeconfigPath}\n` +
+      `kubelet client certificate: ${join(flags.dataDir, 'pki', 'admin.crt')} (and admin.key; nodelet logs --server <kubelet> --client-certificate … --client-key …)\n` +
       `try: kubectl --kubeconfig ${cp.kubeconfigPath} get nodes\n`,
   );
   return kernel;
@@ -275,8 +294,12 @@ async function resolveUpProxy(
   return setup;
 }
 
-/** `pods/log` from a kubelet's `/containerLogs` endpoint on 127.0.0.1:`port`. */
-function kubeletLogs(port: number) {
+/**
+ * `pods/log` from a kubelet's `/containerLogs` endpoint on https://127.0.0.1:`port`, as `client`. The
+ * kubelet's self-signed serving certificate is not verified (kube-apiserver without
+ * --kubelet-certificate-authority).
+ */
+function kubeletLogs(port: number, client: { cert: string; key: string }) {
   return {
     async logs(
       pod: { metadata: { namespace?: string; name?: string } },
@@ -284,14 +307,15 @@ function kubeletLogs(port: number) {
       signal: AbortSignal,
     ) {
       const { ApiError } = await import('@nodelet/controlplane');
-      const { request } = await import('node:http');
+      const { request } = await import('node:https');
       const query = new URLSearchParams();
       if (options.follow) query.set('follow', 'true');
       if (options.previous) query.set('previous', 'true');
       if (options.tailLines !== undefined) query.set('tailLines', String(options.tailLines));
       const path = `/containerLogs/${encodeURIComponent(pod.metadata.namespace ?? '')}/${encodeURIComponent(pod.metadata.name ?? '')}/${encodeURIComponent(options.container)}?${query}`;
       return new Promise<import('node:http').IncomingMessage>((resolve, reject) => {
-        const req = request({ host: '127.0.0.1', port, path, signal }, (res) => {
+        const tls = { cert: client.cert, key: client.key, rejectUnauthorized: false };
+        const req = request({ host: '127.0.0.1', port, path, signal, agent: false, ...tls }, (res) => {
           if (res.statusCode === 200) return resolve(res);
           let text = '';
           res.on('data', (d: Buffer) => (text += d.toString()));

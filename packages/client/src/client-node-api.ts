@@ -13,6 +13,8 @@ import {
   type Node,
   type ObjectList,
   type PodListResult,
+  type SubjectAccessReview,
+  type TokenReview,
   type WatchEvent,
   type WatchHandle,
   type WatchOptions,
@@ -45,6 +47,8 @@ export class ClientNodeApi implements KubeApi {
   private readonly core: k8s.CoreV1Api;
   private readonly coordination: k8s.CoordinationV1Api;
   private readonly certificates: k8s.CertificatesV1Api;
+  private readonly authentication: k8s.AuthenticationV1Api;
+  private readonly authorization: k8s.AuthorizationV1Api;
   private readonly watcher: k8s.Watch;
   private readonly limiter: TokenBucket;
   private readonly timeoutMs: number;
@@ -61,6 +65,8 @@ export class ClientNodeApi implements KubeApi {
     this.core = kubeConfig.makeApiClient(k8s.CoreV1Api);
     this.coordination = kubeConfig.makeApiClient(k8s.CoordinationV1Api);
     this.certificates = kubeConfig.makeApiClient(k8s.CertificatesV1Api);
+    this.authentication = kubeConfig.makeApiClient(k8s.AuthenticationV1Api);
+    this.authorization = kubeConfig.makeApiClient(k8s.AuthorizationV1Api);
     this.watcher = new k8s.Watch(kubeConfig);
     this.clock = options.clock;
     this.limiter = new TokenBucket(options.clock, options.qps ?? 50, options.burst ?? 100);
@@ -272,6 +278,20 @@ export class ClientNodeApi implements KubeApi {
     const body = { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', ...request };
     return this.call(`create token of serviceaccount ${namespace}/${name}`, (o) =>
       this.core.createNamespacedServiceAccountToken({ namespace, name, body: body as any }, o),
+    );
+  }
+
+  createTokenReview(review: TokenReview): Promise<TokenReview> {
+    const body = { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenReview', ...review };
+    return this.call('create tokenreview', (o) =>
+      this.authentication.createTokenReview({ body: body as any }, o),
+    );
+  }
+
+  createSubjectAccessReview(review: SubjectAccessReview): Promise<SubjectAccessReview> {
+    const body = { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', ...review };
+    return this.call('create subjectaccessreview', (o) =>
+      this.authorization.createSubjectAccessReview({ body: body as any }, o),
     );
   }
 

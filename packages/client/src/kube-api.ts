@@ -109,7 +109,18 @@ export interface KubeApi extends ListWatchApi {
    * authentication.k8s.io/v1 TokenRequest): the answer's `status` holds the token and its expiry.
    */
   createServiceAccountToken(namespace: string, name: string, request: TokenRequest): Promise<TokenRequest>;
+
+  /**
+   * An authentication.k8s.io/v1 TokenReview: who the API server says a bearer token is (the kubelet's
+   * webhook authentication). Optional: clients that cannot ask leave it out.
+   */
+  createTokenReview?(review: TokenReview): Promise<TokenReview>;
+  /** An authorization.k8s.io/v1 SubjectAccessReview: may this user do this (webhook authorization). */
+  createSubjectAccessReview?(review: SubjectAccessReview): Promise<SubjectAccessReview>;
 }
+
+export type TokenReview = Wire<k8s.V1TokenReview>;
+export type SubjectAccessReview = Wire<k8s.V1SubjectAccessReview>;
 
 /**
  * An API call that failed: `code` is the HTTP status (0 when the server could not be reached or did not

@@ -292,6 +292,7 @@ test.serial(
     );
     t.deepEqual(aggregated.json.items.map((g: any) => g.metadata.name).sort(), [
       'authentication.k8s.io',
+      'authorization.k8s.io',
       'certificates.k8s.io',
       'coordination.k8s.io',
       'discovery.k8s.io',

@@ -1,7 +1,5 @@
 import { getEventListeners } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
@@ -17,7 +15,9 @@ import {
   tailLines,
 } from './container-logs.js';
 import { Kubelet } from './kubelet.js';
-import { ReadOnlyServer } from './server.js';
+import { openServerConfig } from './server/test-server.js';
+import { startKubeletServers } from './server/kubelet-server.js';
+import { httpsGet } from './server/test-https.js';
 import { makePod, TestSource } from './test-harness.js';
 
 const line = (content: string, partial = false, stream: 'stdout' | 'stderr' = 'stdout') =>
@@ -106,20 +106,12 @@ test('which container instance a log request reads (upstream validateContainerLo
   }
 });
 
-function get(port: number, path: string): Promise<{ status: number; body: string }> {
-  return new Promise((resolve, reject) => {
-    request({ host: '127.0.0.1', port, path, agent: false }, (res) => {
-      let body = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (body += c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    })
-      .on('error', reject)
-      .end();
-  });
+async function get(port: number, path: string): Promise<{ status: number; body: string }> {
+  const { status, body } = await httpsGet(port, path);
+  return { status, body };
 }
 
-test('/containerLogs on the read-only port: the current and the previous instance, tailLines, errors', async (t) => {
+test('/containerLogs on the kubelet API: the current and the previous instance, tailLines, errors', async (t) => {
   const clock = new VirtualClock();
   const logger = createLogger({ sink: new MemorySink().sink });
   const runtime = new FakeRuntime({ clock, logger, config: { writeLogs: true } });
@@ -137,8 +129,8 @@ test('/containerLogs on the read-only port: the current and the previous instanc
     },
   );
   await kubelet.start();
-  const server = new ReadOnlyServer(kubelet, logger);
-  const { port } = (await server.listen(0)) as AddressInfo;
+  const server = await startKubeletServers(kubelet, openServerConfig(join(dir, 'pki')), logger);
+  const port = server.securePort!;
   t.teardown(async () => {
     await server.close();
     await kubelet.stop();

@@ -146,12 +146,16 @@ export async function findContainerLog(
   return { found: true, path, containerId: chosen.id, uid };
 }
 
-/** Reads and decodes a log file; returns the text and the byte offset read up to (for follow). */
-export async function readContainerLog(path: string): Promise<{ text: string; offset: number }> {
+/**
+ * Reads and decodes a log file (with `raw`, the CRI log text as is); returns the text and the byte
+ * offset read up to (for follow).
+ */
+export async function readContainerLog(path: string, raw = false): Promise<{ text: string; offset: number }> {
   const buffer = await readFile(path);
   // Up to the last complete line: the rest is a write in progress, read by follow.
   const end = buffer.lastIndexOf(0x0a) + 1;
-  return { text: decodeCriLog(buffer.subarray(0, end).toString('utf8')), offset: end };
+  const text = buffer.subarray(0, end).toString('utf8');
+  return { text: raw ? text : decodeCriLog(text), offset: end };
 }
 
 /**
@@ -165,13 +169,20 @@ export async function followContainerLog(
   write: (text: string) => void,
   isRunning: () => Promise<boolean>,
   signal: AbortSignal,
-  options: { clock: Clock; pollMs?: number; checkEveryMs?: number },
+  options: {
+    clock: Clock;
+    pollMs?: number;
+    checkEveryMs?: number;
+    /** Turns appended CRI log text into what is written (default: the decoded content). */
+    decode?: (chunk: string) => string;
+  },
 ): Promise<void> {
   const { clock } = options;
   const pollMs = options.pollMs ?? 200;
   const checkEveryMs = options.checkEveryMs ?? 1000;
   const bytes = new StringDecoder('utf8');
-  const decoder = new CriLogDecoder();
+  const criDecoder = new CriLogDecoder();
+  const decode = options.decode ?? ((chunk: string) => criDecoder.push(chunk));
   const file = await clock.track(open(path, 'r'));
   const buffer = Buffer.alloc(64 * 1024);
   let position = offset;
@@ -181,7 +192,7 @@ export async function followContainerLog(
       const { bytesRead } = await clock.track(file.read(buffer, 0, buffer.length, position));
       if (bytesRead === 0) return;
       position += bytesRead;
-      const text = decoder.push(bytes.write(buffer.subarray(0, bytesRead)));
+      const text = decode(bytes.write(buffer.subarray(0, bytesRead)));
       if (text) write(text);
     }
   };

@@ -2,7 +2,7 @@ export * from './events.js';
 export * from './kubelet.js';
 export * from './admission.js';
 export * from './plugin.js';
-export * from './server.js';
+export * from './server/index.js';
 export * from './kubelet-config.js';
 export * from './duration.js';
 export * from './pod-actions.js';

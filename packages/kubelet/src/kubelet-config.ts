@@ -1,6 +1,9 @@
 import { dirname, resolve } from 'node:path';
 import { ConfigError, type Logger, readYamlFile } from '@nodelet/kernel';
 import { parseDuration } from './duration.js';
+import { type AuthenticationConfig, defaultAuthentication } from './server/authn.js';
+import { type AuthorizationConfig, defaultAuthorization } from './server/authz.js';
+import { opensslCiphers, tlsVersions } from './server/tls-options.js';
 
 /**
  * The upstream KubeletConfiguration file (kubelet.config.k8s.io/v1beta1, `--config`). Fields nodelet
@@ -28,6 +31,21 @@ export interface KubeletConfigValues {
   kubeAPIBurst?: number;
   eventRecordQPS?: number;
   eventBurst?: number;
+  /** The HTTPS server (`enableServer`, default true) on `port` (10250; 0 picks a free one). */
+  enableServer?: boolean;
+  port?: number;
+  tlsCertFile?: string;
+  tlsPrivateKeyFile?: string;
+  /** Node's name of `tlsMinVersion` (VersionTLS12 → TLSv1.2). */
+  tlsMinVersion?: 'TLSv1' | 'TLSv1.1' | 'TLSv1.2' | 'TLSv1.3';
+  /** `tlsCipherSuites` (Go names) as an OpenSSL cipher list. */
+  tlsCipherSuites?: string;
+  /** Request the serving certificate with a CSR (`kubernetes.io/kubelet-serving`) instead of self-signing. */
+  serverTLSBootstrap?: boolean;
+  /** Always set from a file, with the file's defaults (webhook on, anonymous off). */
+  authentication?: AuthenticationConfig;
+  /** Always set from a file, with the file's defaults (mode Webhook). */
+  authorization?: AuthorizationConfig;
 }
 
 type Reader = (value: unknown, field: string, out: KubeletConfigValues, baseDir: string) => void;
@@ -51,6 +69,67 @@ const positive = (field: string, ms: number): number => {
   if (!(ms > 0)) throw new Error(`field "${field}" must be a duration above 0 such as "10s"`);
   return ms;
 };
+
+const bool = (field: string, value: unknown): boolean => {
+  if (typeof value !== 'boolean') throw new Error(`field "${field}" must be true or false`);
+  return value;
+};
+
+/** Reads a nested mapping field by field; a field it does not know is an error naming its full path. */
+function mapping(
+  field: string,
+  value: unknown,
+  fields: Record<string, (v: unknown, path: string) => void>,
+): void {
+  if (value === null || value === undefined) return;
+  if (typeof value !== 'object' || Array.isArray(value))
+    throw new Error(`field "${field}" must be a mapping`);
+  for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+    const read = fields[k];
+    if (!read) {
+      throw new Error(`unknown field "${field}.${k}"; known: ${Object.keys(fields).join(', ')}`);
+    }
+    read(v, `${field}.${k}`);
+  }
+}
+
+function readAuthentication(value: unknown, field: string, base: string): AuthenticationConfig {
+  const out = defaultAuthentication();
+  mapping(field, value, {
+    x509: (v, f) =>
+      mapping(f, v, {
+        clientCAFile: (file, ff) => {
+          const path = str(ff, file);
+          if (path) out.x509.clientCAFile = resolve(base, path);
+        },
+      }),
+    webhook: (v, f) =>
+      mapping(f, v, {
+        enabled: (b, ff) => (out.webhook.enabled = bool(ff, b)),
+        cacheTTL: (d, ff) => (out.webhook.cacheTTLMs = parseDuration(str(ff, d), ff)),
+      }),
+    anonymous: (v, f) => mapping(f, v, { enabled: (b, ff) => (out.anonymous.enabled = bool(ff, b)) }),
+  });
+  return out;
+}
+
+function readAuthorization(value: unknown, field: string): AuthorizationConfig {
+  const out = defaultAuthorization();
+  mapping(field, value, {
+    mode: (v, f) => {
+      if (v !== 'Webhook' && v !== 'AlwaysAllow') {
+        throw new Error(`field "${f}" must be Webhook or AlwaysAllow, got ${JSON.stringify(v)}`);
+      }
+      out.mode = v;
+    },
+    webhook: (v, f) =>
+      mapping(f, v, {
+        cacheAuthorizedTTL: (d, ff) => (out.webhook.cacheAuthorizedTTLMs = parseDuration(str(ff, d), ff)),
+        cacheUnauthorizedTTL: (d, ff) => (out.webhook.cacheUnauthorizedTTLMs = parseDuration(str(ff, d), ff)),
+      }),
+  });
+  return out;
+}
 
 const implemented: Record<string, Reader> = {
   staticPodPath: (v, f, o, base) => (o.staticPodPath = resolve(base, str(f, v))),
@@ -81,20 +160,36 @@ const implemented: Record<string, Reader> = {
   eventRecordQPS: (v, f, o) => (o.eventRecordQPS = num(f, v)),
   eventBurst: (v, f, o) => (o.eventBurst = int(f, v, 1, 1_000_000)),
   maxPods: (v, f, o) => (o.maxPods = int(f, v, 1, 1_000_000)),
+  enableServer: (v, f, o) => (o.enableServer = bool(f, v)),
+  port: (v, f, o) => (o.port = int(f, v, 0, 65535)),
+  tlsCertFile: (v, f, o, base) => (o.tlsCertFile = resolve(base, str(f, v))),
+  tlsPrivateKeyFile: (v, f, o, base) => (o.tlsPrivateKeyFile = resolve(base, str(f, v))),
+  tlsMinVersion: (v, f, o) => {
+    const version = tlsVersions[str(f, v)];
+    if (!version)
+      throw new Error(
+        `field "${f}" must be one of ${Object.keys(tlsVersions).join(', ')}, got ${JSON.stringify(v)}`,
+      );
+    o.tlsMinVersion = version;
+  },
+  tlsCipherSuites: (v, f, o) => {
+    if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) {
+      throw new Error(`field "${f}" must be a list of cipher suite names`);
+    }
+    try {
+      o.tlsCipherSuites = opensslCiphers(v as string[]);
+    } catch (err) {
+      throw new Error(`field "${f}": ${(err as Error).message}`);
+    }
+  },
+  serverTLSBootstrap: (v, f, o) => (o.serverTLSBootstrap = bool(f, v)),
+  authentication: (v, f, o, base) => (o.authentication = readAuthentication(v, f, base)),
+  authorization: (v, f, o) => (o.authorization = readAuthorization(v, f)),
 };
 
 /** Upstream v1beta1 fields nodelet does not implement yet: accepted, reported once by name. */
 const notYetImplemented = new Set([
-  'enableServer',
-  'port',
-  'tlsCertFile',
-  'tlsPrivateKeyFile',
-  'tlsCipherSuites',
-  'tlsMinVersion',
   'rotateCertificates',
-  'serverTLSBootstrap',
-  'authentication',
-  'authorization',
   'registryPullQPS',
   'registryBurst',
   'enableDebuggingHandlers',
@@ -226,6 +321,15 @@ export function readKubeletConfig(path: string, logger: Logger): KubeletConfigVa
       );
     }
   }
+  if ((out.tlsCertFile === undefined) !== (out.tlsPrivateKeyFile === undefined)) {
+    throw new ConfigError(
+      `${path}: fields "tlsCertFile" and "tlsPrivateKeyFile" go together: set both or neither`,
+    );
+  }
+  // The file's defaults, which differ from the flags' (upstream: anonymous off, authorization Webhook).
+  out.authentication ??= defaultAuthentication();
+  out.authorization ??= defaultAuthorization();
+  out.readOnlyPort ??= 0;
   // As upstream, for backward compatibility: an explicit update frequency is also the report frequency
   // unless that is set too.
   if (out.nodeStatusUpdateFrequencyMs !== undefined && out.nodeStatusReportFrequencyMs === undefined) {

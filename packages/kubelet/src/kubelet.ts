@@ -109,6 +109,8 @@ export class Kubelet {
   private readonly cleanups: Housekeeping;
   private readonly sources: PodSource[];
   private syncLoop?: Subscription;
+  /** When the sync loop last ran an iteration (0: not yet), for `/healthz/syncloop`. */
+  latestLoopEntryTime = 0;
   private readonly logger: Logger;
 
   constructor(
@@ -239,7 +241,10 @@ export class Kubelet {
       notePlegChanges: (uid, changes) => this.podSync.notePlegChanges(uid, changes),
       stopProbes: (uid) => this.prober.stopLivenessAndStartup(uid),
       forgetStatus: (uid) => this.statusManager.delete(uid),
-      housekeeping: () => this.housekeeping(),
+      housekeeping: () => {
+        this.latestLoopEntryTime = clock.now();
+        return this.housekeeping();
+      },
     });
     this.syncLoop = runSyncLoop(
       {

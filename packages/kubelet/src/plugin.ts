@@ -3,7 +3,14 @@ import { defineCapability, definePlugin } from '@nodelet/kernel';
 import { VolumePluginCapability } from '@nodelet/volume';
 import { Kubelet, type KubeletOptions } from './kubelet.js';
 import { ProbeHandlerCapability } from './prober/index.js';
-import { ReadOnlyServer } from './server.js';
+import {
+  type KubeletServerConfig,
+  type KubeletServers,
+  startKubeletServers,
+} from './server/kubelet-server.js';
+import { RouteTable } from './server/routes.js';
+import { kubeletConfigz } from './server/configz.js';
+import { installKubeletRoutes } from './server/kubelet-routes.js';
 
 /** The running kubelet, for the host program (CLI, tests, embedders). */
 export const KubeletCapability = defineCapability<Kubelet>('kubelet', {
@@ -11,23 +18,44 @@ export const KubeletCapability = defineCapability<Kubelet>('kubelet', {
   description: 'the node agent',
 });
 
+/** The kubelet's API server: the route table its parts register into, and serving-certificate rotation. */
+export interface KubeletServerHandle {
+  routes: RouteTable;
+  /** Swaps the certificate of the live HTTPS server (new connections get it). */
+  setServingCertificate(certPem: string, keyPem: string): void;
+  /** Where the servers listen once started (port 0 resolved); undefined when off. */
+  securePort(): number | undefined;
+  readOnlyPort(): number | undefined;
+}
+
+export const KubeletServerCapability = defineCapability<KubeletServerHandle>('kubelet.server', {
+  version: 1,
+  description: "the kubelet's HTTPS API (10250) and read-only port: routes and certificate rotation",
+});
+
 export interface KubeletPluginConfig extends KubeletOptions {
-  /** Read-only HTTP port (upstream readOnlyPort, 10255); 0 disables it. */
+  /** Read-only HTTP port (upstream readOnlyPort: 10255 as a flag, 0 in a config file); 0 disables it. */
   readOnlyPort: number;
-  /** Address the read-only server binds to. */
+  /** Address the servers bind to. */
   address: string;
+  /**
+   * The HTTPS server on `port` (10250) with authentication and authorization; absent: no secure
+   * server (embedders and simulated nodes that do not serve the kubelet API).
+   */
+  server?: Omit<KubeletServerConfig, 'address' | 'readOnlyPort'>;
 }
 
 /**
- * The kubelet as a kernel plugin: it requires a CRI runtime and image service and provides `kubelet`.
- * Its configuration is assembled by the CLI from flags, the nodelet config and a KubeletConfiguration.
+ * The kubelet as a kernel plugin: it requires a CRI runtime and image service and provides `kubelet`
+ * and `kubelet.server`. Its configuration is assembled by the CLI from flags, the nodelet config and a
+ * KubeletConfiguration.
  */
 export const kubeletPlugin = definePlugin<KubeletPluginConfig>({
   manifest: {
     name: 'kubelet',
     version: '0.1.0',
     description: 'runs the pods of this node through the CRI runtime',
-    provides: [KubeletCapability],
+    provides: [KubeletCapability, KubeletServerCapability],
     requires: [CriRuntime, CriImage],
     // Probe handlers and volume plugins of plugins (a new kind, or a replacement of a built-in one).
     optional: [ProbeHandlerCapability, VolumePluginCapability],
@@ -46,14 +74,48 @@ export const kubeletPlugin = definePlugin<KubeletPluginConfig>({
       ctx.config,
     );
     ctx.provide(KubeletCapability, kubelet);
-    const server = new ReadOnlyServer(kubelet, ctx.logger.child('server'));
+    const logger = ctx.logger.child('server');
+    // The kubelet's own endpoints first: what other parts register later (streaming, stats, metrics)
+    // replaces or adds to them.
+    const routes = new RouteTable(logger);
+    installKubeletRoutes(routes, kubelet, logger, {
+      configz: () => kubeletConfigz(ctx.config),
+      logDir: ctx.config.server?.logDir,
+    });
+    let servers: KubeletServers | undefined;
+    ctx.provide(KubeletServerCapability, {
+      routes,
+      setServingCertificate: (certPem, keyPem) => {
+        if (!servers?.secure) throw new Error('the kubelet has no HTTPS server running');
+        servers.secure.setServingCertificate(certPem, keyPem);
+      },
+      securePort: () => servers?.securePort,
+      readOnlyPort: () => servers?.readOnlyPort,
+    });
     ctx.onStart(async () => {
       await kubelet.start();
-      if (ctx.config.readOnlyPort > 0) await server.listen(ctx.config.readOnlyPort, ctx.config.address);
+      const { server, address, readOnlyPort } = ctx.config;
+      if (!server && !(readOnlyPort > 0)) return;
+      servers = await startKubeletServers(
+        kubelet,
+        server ? { ...server, address, readOnlyPort } : { ...disabledSecureServer(), address, readOnlyPort },
+        logger,
+        { routes },
+      );
     });
     ctx.onStop(async () => {
-      await server.close();
+      await servers?.close();
+      servers = undefined;
       await kubelet.stop();
     });
   },
 });
+
+function disabledSecureServer(): Omit<KubeletServerConfig, 'address' | 'readOnlyPort'> {
+  return {
+    enableServer: false,
+    port: 0,
+    authentication: { x509: {}, webhook: { enabled: false, cacheTTLMs: 0 }, anonymous: { enabled: false } },
+    authorization: { mode: 'Webhook', webhook: { cacheAuthorizedTTLMs: 0, cacheUnauthorizedTTLMs: 0 } },
+  };
+}

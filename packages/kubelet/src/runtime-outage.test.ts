@@ -8,7 +8,8 @@ import type { RuntimeService } from '@nodelet/cri';
 import { createLogger, EventBus, MemorySink, NodeletError, VirtualClock } from '@nodelet/kernel';
 import { FakeRuntime } from '@nodelet/runtime-fake';
 import { Kubelet } from './kubelet.js';
-import { ReadOnlyServer } from './server.js';
+import { kubeletRouteTable } from './server/kubelet-routes.js';
+import { ReadOnlyServer } from './server/read-only-server.js';
 import { makePod, TestSource } from './test-harness.js';
 
 /**
@@ -59,15 +60,15 @@ test('a runtime outage: logged per backoff step, PLEG unhealthy after 3 min, rec
   const health: boolean[] = [];
   bus.subscribe('[PLEG] Health Changed', (e) => health.push(e.healthy));
   await kubelet.start();
-  const server = new ReadOnlyServer(kubelet, logger);
+  const server = new ReadOnlyServer(kubeletRouteTable(kubelet, logger), logger);
   const { port } = (await server.listen(0)) as AddressInfo;
   t.teardown(async () => {
     await server.close();
     await kubelet.stop();
   });
-  const healthz = () =>
+  const healthz = (path = '/healthz') =>
     new Promise<{ status: number; body: string }>((resolve, reject) =>
-      request({ host: '127.0.0.1', port, path: '/healthz', agent: false }, (res) => {
+      request({ host: '127.0.0.1', port, path, agent: false }, (res) => {
         let body = '';
         res.on('data', (c: Buffer) => (body += c.toString()));
         res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
@@ -89,7 +90,10 @@ test('a runtime outage: logged per backoff step, PLEG unhealthy after 3 min, rec
   await clock.advance(3_000);
   const unhealthy = await healthz();
   t.is(unhealthy.status, 500);
-  t.regex(unhealthy.body, /^pleg was last seen active 18\ds ago; threshold is 180s\n$/);
+  t.regex(unhealthy.body, /\[-\]pleg failed: reason withheld\n/);
+  const pleg = await healthz('/healthz/pleg');
+  t.is(pleg.status, 500);
+  t.regex(pleg.body, /^internal server error: pleg was last seen active 18\ds ago; threshold is 180s\n$/);
   t.deepEqual(health, [false], 'one Health Changed event');
 
   const during = logs.records.slice(mark);

@@ -71,6 +71,8 @@ export class Workspace {
 /** `nodelet kubelet` on containerd (or another CRI endpoint, or the fake runtime) as a child process. */
 export class KubeletChild {
   readonly server: string;
+  /** The kubelet API (HTTPS; anonymous and AlwaysAllow, the flags' defaults). */
+  readonly apiServer: string;
   private stderrText = '';
   private readonly proc: TestChild;
 
@@ -78,9 +80,11 @@ export class KubeletChild {
     readonly ws: Workspace,
     readonly node: string,
     readonly port: number,
+    readonly apiPort: number,
     private readonly child: ChildProcess,
   ) {
     this.server = `http://127.0.0.1:${port}`;
+    this.apiServer = `https://127.0.0.1:${apiPort}`;
     child.stderr!.setEncoding('utf8');
     child.stderr!.on('data', (chunk: string) => (this.stderrText += chunk));
     this.proc = new TestChild(child);
@@ -94,6 +98,7 @@ export class KubeletChild {
     runtime = 'containerd',
   ): Promise<KubeletChild> {
     const port = await freePort();
+    const apiPort = await freePort();
     const child = spawn(
       process.execPath,
       [
@@ -101,6 +106,8 @@ export class KubeletChild {
         'kubelet',
         '--runtime',
         runtime,
+        '--port',
+        String(apiPort),
         '--pod-manifest-path',
         ws.manifests,
         '--root-dir',
@@ -115,7 +122,7 @@ export class KubeletChild {
       ],
       { stdio: ['ignore', 'ignore', 'pipe'] },
     );
-    const k = new KubeletChild(ws, node, port, child);
+    const k = new KubeletChild(ws, node, port, apiPort, child);
     await pollUntil(
       'the kubelet to start',
       async () => {
@@ -180,8 +187,9 @@ export class KubeletChild {
     );
   }
 
+  /** `nodelet logs` through the kubelet API (container logs are not on the read-only port). */
   logs(...args: string[]): Promise<RunResult> {
-    return this.run(['logs', ...args]);
+    return nodelet(['logs', ...args, '--server', this.apiServer], 20_000);
   }
 }
 

@@ -16,6 +16,8 @@ import {
   type ObjectList,
   objectRef,
   type PodListResult,
+  type SubjectAccessReview,
+  type TokenReview,
   type WatchEvent,
   type WatchHandle,
   type WatchOptions,
@@ -431,6 +433,24 @@ export class FakeKubeApi implements KubeApi {
     this.enter('create', `serviceaccount/${namespace}/${name}/token`, request);
     this.must(this.collection(SERVICEACCOUNTS), `${namespace}/${name}`, 'serviceaccounts');
     return fakeTokenRequest(namespace, name, request, this.now());
+  }
+
+  /** Who a bearer token is (TokenReview answers); default: no token authenticates. */
+  tokenReviewer: (token: string) => TokenReview['status'] = () => ({
+    authenticated: false,
+    error: 'unknown token',
+  });
+  /** SubjectAccessReview answers; default: everything is allowed. */
+  accessReviewer: (spec: NonNullable<SubjectAccessReview['spec']>) => boolean = () => true;
+
+  async createTokenReview(review: TokenReview): Promise<TokenReview> {
+    this.enter('create', 'tokenreview', review);
+    return { ...clone(review), status: this.tokenReviewer(review.spec?.token ?? '') };
+  }
+
+  async createSubjectAccessReview(review: SubjectAccessReview): Promise<SubjectAccessReview> {
+    this.enter('create', 'subjectaccessreview', review);
+    return { ...clone(review), status: { allowed: this.accessReviewer(review.spec!) } };
   }
 
   // --- helpers -------------------------------------------------------------------------------------

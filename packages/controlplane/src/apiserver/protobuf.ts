@@ -146,6 +146,39 @@ const messages: Record<string, Fields> = {
     2: ['audiences', { repeated: 'string' }],
   },
   SelfSubjectReview: { 1: ['metadata', { message: 'ObjectMeta' }] },
+  // authorization.k8s.io/v1: the SubjectAccessReviews of webhook authorizers (kubelets), `kubectl auth can-i`.
+  SubjectAccessReview: {
+    1: ['metadata', { message: 'ObjectMeta' }],
+    2: ['spec', { message: 'SubjectAccessReviewSpec' }],
+  },
+  SubjectAccessReviewSpec: {
+    1: ['resourceAttributes', { message: 'ResourceAttributes' }],
+    2: ['nonResourceAttributes', { message: 'NonResourceAttributes' }],
+    3: ['user', 'string'],
+    4: ['groups', { repeated: 'string' }],
+    6: ['uid', 'string'],
+  },
+  SelfSubjectAccessReview: {
+    1: ['metadata', { message: 'ObjectMeta' }],
+    2: ['spec', { message: 'SelfSubjectAccessReviewSpec' }],
+  },
+  SelfSubjectAccessReviewSpec: {
+    1: ['resourceAttributes', { message: 'ResourceAttributes' }],
+    2: ['nonResourceAttributes', { message: 'NonResourceAttributes' }],
+  },
+  ResourceAttributes: {
+    1: ['namespace', 'string'],
+    2: ['verb', 'string'],
+    3: ['group', 'string'],
+    4: ['version', 'string'],
+    5: ['resource', 'string'],
+    6: ['subresource', 'string'],
+    7: ['name', 'string'],
+  },
+  NonResourceAttributes: {
+    1: ['path', 'string'],
+    2: ['verb', 'string'],
+  },
   // `kubectl certificate approve|deny` sends the whole object to the approval subresource.
   CertificateSigningRequest: {
     1: ['metadata', { message: 'ObjectMeta' }],

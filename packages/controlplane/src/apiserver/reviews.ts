@@ -1,4 +1,5 @@
 import type { KubeObject } from '../object.js';
+import { decideAccess, type ReviewAttributes } from './access-review.js';
 import type { Authenticator } from './authentication.js';
 import { decodeObject, type FieldValidation, type KindIndex } from './decode.js';
 import type { RequestUser, ResourceType } from './resource-type.js';
@@ -10,7 +11,13 @@ import { badRequest, methodNotAllowed } from './status.js';
  * - TokenReview (pkg/registry/authentication/tokenreview): does `spec.token` authenticate, for
  *   `spec.audiences` (default: the API server's)? `status.authenticated`, `status.user`,
  *   `status.audiences` and `status.error`, as the API server's own authenticator sees the token;
- * - SelfSubjectReview (`kubectl auth whoami`): `status.userInfo` is the user who asks.
+ * - SelfSubjectReview (`kubectl auth whoami`): `status.userInfo` is the user who asks;
+ *
+ * and of authorization.k8s.io/v1, decided by the API server's own authorizer (access-review.ts):
+ *
+ * - SubjectAccessReview (the kubelet's webhook authorization): may `spec.user`/`spec.groups` do what
+ *   `spec.resourceAttributes` or `spec.nonResourceAttributes` say? `status.allowed`, `status.reason`;
+ * - SelfSubjectAccessReview (`kubectl auth can-i`): the same for the user who asks.
  */
 export async function review(
   t: ResourceType,
@@ -40,9 +47,47 @@ export async function review(
       };
       return { object, warnings };
     }
+    case 'SubjectAccessReview': {
+      const spec: Record<string, any> = object.spec ?? {};
+      const groups: string[] = Array.isArray(spec.groups) ? spec.groups.map(String) : [];
+      if (!spec.user && groups.length === 0) {
+        throw badRequest(
+          'SubjectAccessReview: spec.user or spec.groups is required (at least one of user or group must be specified)',
+        );
+      }
+      checkAttributes(spec);
+      const subject: RequestUser = {
+        name: String(spec.user ?? ''),
+        groups,
+        ...(spec.uid ? { uid: String(spec.uid) } : {}),
+      };
+      object.status = accessStatus(subject, spec);
+      return { object, warnings };
+    }
+    case 'SelfSubjectAccessReview': {
+      const spec: Record<string, any> = object.spec ?? {};
+      checkAttributes(spec);
+      object.status = accessStatus(user, spec);
+      return { object, warnings };
+    }
     default:
       throw methodNotAllowed();
   }
+}
+
+function checkAttributes(spec: Record<string, any>): void {
+  const has = (k: string) => spec[k] !== undefined && spec[k] !== null;
+  if (has('resourceAttributes') === has('nonResourceAttributes')) {
+    throw badRequest(
+      'exactly one of spec.resourceAttributes and spec.nonResourceAttributes must be specified',
+    );
+  }
+}
+
+/** authorization/v1 SubjectAccessReviewStatus (`denied` left out, as Go's omitempty does when false). */
+function accessStatus(user: RequestUser, spec: ReviewAttributes): Record<string, unknown> {
+  const { allowed, reason } = decideAccess(user, spec);
+  return { allowed, ...(reason ? { reason } : {}) };
 }
 
 /** authentication/v1 UserInfo (empty fields left out, as Go's omitempty does). */

@@ -1,6 +1,7 @@
 import type { ResourceType } from '../apiserver/resource-type.js';
 import type { ServiceAllocator } from './allocators.js';
 import { selfSubjectReviews, tokenReviews } from './authentication.js';
+import { selfSubjectAccessReviews, subjectAccessReviews } from './authorization.js';
 import { certificateSigningRequests } from './certificates.js';
 import { pods } from './pods.js';
 import { makeServices } from './services.js';
@@ -29,6 +30,8 @@ export function servedResources(allocator: ServiceAllocator): ResourceType[] {
     certificateSigningRequests,
     tokenReviews,
     selfSubjectReviews,
+    subjectAccessReviews,
+    selfSubjectAccessReviews,
   ];
 }
 
