@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { errorMessage, type Logger } from '@nodelet/kernel';
+import { errorMessage, hardenHttpServer, type Logger } from '@nodelet/kernel';
 import { badEscape, parseRequestUrl, type RouteTable, sendText } from './routes.js';
 
 /**
@@ -27,6 +27,7 @@ export class ReadOnlyServer {
           res.destroy();
         });
     });
+    hardenHttpServer(server);
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once('error', (err: NodeJS.ErrnoException) =>

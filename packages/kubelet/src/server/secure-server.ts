@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { SecureContextOptions, SecureVersion } from 'node:tls';
-import { errorMessage, type Logger } from '@nodelet/kernel';
+import { errorMessage, hardenHttpServer, type Logger } from '@nodelet/kernel';
 import type { KubeletAuthenticator } from './authn.js';
 import type { KubeletAuthorizer } from './authz.js';
 import { checkRequest } from './request-auth.js';
@@ -56,6 +56,7 @@ export class KubeletSecureServer {
     server.on('tlsClientError', (err) =>
       this.logger.debug('TLS handshake failed', { err: errorMessage(err) }),
     );
+    hardenHttpServer(server);
     this.server = server;
     const { port, address } = this.o;
     await new Promise<void>((resolve, reject) => {
