@@ -62,10 +62,18 @@ export abstract class ContainerApi extends SandboxApi {
         `failed to reserve container name "${reservedName}": name "${reservedName}" is reserved for "${holder}"`,
       );
     }
+    const id = this.newId();
+    const security = config.linux?.securityContext;
+    if (security?.runAsGroup && !security.runAsUser && security.runAsUsername === '') {
+      // containerd's spec generation: a group alone names no user to run as.
+      throw invalidInput(
+        `failed to generate container "${id}" spec: failed to generate user string: user group "${security.runAsGroup.value}" is specified without user`,
+      );
+    }
     const logDirectory = sandbox.config.logDirectory;
     const podUid = config.labels[POD_UID_LABEL];
     const c: ContainerRecord = {
-      id: this.newId(),
+      id,
       sandbox,
       reservedName,
       config,
@@ -141,11 +149,13 @@ export abstract class ContainerApi extends SandboxApi {
   /**
    * SIGTERM, then SIGKILL when `timeout` seconds have passed. A plain container exits at once with
    * 143; `stopDelay` takes that long; `ignoreStop` is killed (137) at exactly the deadline. Resolves
-   * once the container has exited. Timeout 0 kills at once. Idempotent on stopped containers.
+   * once the container has exited. Timeout 0 kills at once. Idempotent, as the CRI contract asks: a
+   * stopped container and an unknown id succeed (as in CRI-O and containerd 1.7+).
    */
   async stopContainer(req: StopContainerRequest): Promise<StopContainerResponse> {
     this.check();
-    const c = this.mustContainer(req.containerId);
+    const c = this.store.container(req.containerId);
+    if (!c) return {};
     if (c.starting) {
       this.lifecycle.kill(c, 'it was stopped');
       return {};
