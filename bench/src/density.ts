@@ -78,7 +78,7 @@ const MEMORY_CAPACITY = 64 * 1024 ** 3;
 const RUNTIME_CONFIG = {
   pullLatencyMs: 0,
   // The pod image is present, as on a node that already ran these pods: this measures starting pods,
-  // not pulling (which takes 0 ms on the fake anyway, but would add a PullImage per pod).
+  // not pulling (pinned to 0 ms here, the fake's default is 100 ms; it would add a PullImage per pod).
   preloadedImages: [PAUSE_IMAGE, `docker.io/library/${IMAGE}`],
 };
 

@@ -166,7 +166,12 @@ async function main(): Promise<void> {
     const runtime = new FakeRuntime({
       clock,
       logger: nodeLogger,
-      config: { preloadedImages: [image], podCIDR: `10.${100 + Math.floor(n / 256)}.${n % 256}.0/24` },
+      // Instant pulls (the fake's default is 100 ms): "images present", as in earlier runs.
+      config: {
+        pullLatencyMs: 0,
+        preloadedImages: [image],
+        podCIDR: `10.${100 + Math.floor(n / 256)}.${n % 256}.0/24`,
+      },
     });
     const rootDir = join(dataDir, 'nodes', name);
     await mkdir(rootDir, { recursive: true });

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test, { type ExecutionContext } from 'ava';
@@ -121,6 +121,44 @@ test('cri serve: 127.0.0.1:0 picks a port and prints it; SIGINT exits 0', async 
   t.regex(server.address, /^127\.0\.0\.1:[1-9]\d*$/);
   t.is((await client(t, server.address).runtime.version({ version: '0.1.0' })).runtimeName, 'nodelet-fake');
   t.deepEqual(await server.stop('SIGINT'), { code: 0, signal: null });
+});
+
+test('cri serve: the CRI contract as crictl sees it — idempotent stops, a 1 ms pull deadline, log files', async (t) => {
+  const dir = tmp(t);
+  const server = await serve(t, ['--listen', `unix://${join(dir, 'cri.sock')}`]);
+  const { runtime } = client(t, server.address);
+  await t.notThrowsAsync(runtime.stopPodSandbox({ podSandboxId: 'f'.repeat(64) }));
+  await t.notThrowsAsync(runtime.stopContainer({ containerId: 'e'.repeat(64), timeout: 0n }));
+
+  // Pulls take 100 ms by default: a client deadline of 1 ms expires first (crictl pull --timeout).
+  const hasty = createCriClient(server.address, { timeoutMs: 10_000, pullTimeoutMs: 1 });
+  t.teardown(() => hasty.close());
+  const pull = await t.throwsAsync(
+    hasty.image.pullImage({ image: ImageSpec.fromPartial({ image: 'nginx:1.25' }) }),
+  );
+  t.is((pull as NodeletError).code, 'DeadlineExceeded');
+
+  // What the container's command writes lands at log_directory/log_path, where crictl logs reads it.
+  const logDirectory = join(dir, 'logs');
+  const { podSandboxId } = await runtime.runPodSandbox(
+    RunPodSandboxRequest.fromPartial({
+      config: { metadata: { name: 'web', namespace: 'default', uid: 'u2' }, hostname: 'web', logDirectory },
+    }),
+  );
+  const { containerId } = await runtime.createContainer(
+    CreateContainerRequest.fromPartial({
+      podSandboxId,
+      config: {
+        metadata: { name: 'app' },
+        image: { image: 'busybox' },
+        command: ['sh', '-c', 'echo listening; sleep 3600'],
+        logPath: 'app/0.log',
+      },
+    }),
+  );
+  await runtime.startContainer({ containerId });
+  t.regex(readFileSync(join(logDirectory, 'app', '0.log'), 'utf8'), /^\S+Z stdout F listening\n$/);
+  t.deepEqual(await server.stop(), { code: 0, signal: null });
 });
 
 test('cri serve: plugins.runtime-fake from --config configures the served runtime', async (t) => {

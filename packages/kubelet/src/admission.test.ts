@@ -22,7 +22,7 @@ async function staticKubelet(t: { teardown(fn: () => unknown): void }, manifests
   t.teardown(cleanup);
   for (const [file, text] of Object.entries(manifests)) await writeFile(join(dir, file), text);
   const env = testEnv();
-  const runtime = new FakeRuntime({ clock: env.clock, logger: env.logger, config: {} as never });
+  const runtime = new FakeRuntime({ clock: env.clock, logger: env.logger, config: { pullLatencyMs: 0 } });
   const kubelet = new Kubelet(
     { runtime, images: runtime, bus: env.bus, clock: env.clock, logger: env.logger },
     {

@@ -114,7 +114,7 @@ async function get(port: number, path: string): Promise<{ status: number; body: 
 test('/containerLogs on the kubelet API: the current and the previous instance, tailLines, errors', async (t) => {
   const clock = new VirtualClock();
   const logger = createLogger({ sink: new MemorySink().sink });
-  const runtime = new FakeRuntime({ clock, logger, config: { writeLogs: true } });
+  const runtime = new FakeRuntime({ clock, logger, config: { writeLogs: true, pullLatencyMs: 0 } });
   const dir = mkdtempSync(join(tmpdir(), 'nodelet-logs-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const source = new TestSource();

@@ -27,7 +27,7 @@ function setup(objects?: PodObjects) {
   const bus = new EventBus(clock, logger);
   const events: EventCatalogue['[Kubelet] Pod Event'][] = [];
   bus.subscribe('[Kubelet] Pod Event', (e) => void events.push(e));
-  const runtime = new FakeRuntime({ clock, logger, config: {} as any });
+  const runtime = new FakeRuntime({ clock, logger, config: { pullLatencyMs: 0 } });
   const pulls: { image: string; auth?: AuthConfig }[] = [];
   guardRegistry(runtime, pulls);
   const puller = new ImagePuller(runtime, clock, logger, { bus, objects });

@@ -20,7 +20,7 @@ type Calls = Map<string, number>;
 /** A kubelet on the fake runtime under virtual time whose CRI calls are counted, by method. */
 function countingKubelet(clock = new VirtualClock(), fake?: FakeRuntime, housekeepingPeriodMs?: number) {
   const logger = createLogger({ sink: () => {} });
-  const runtime = fake ?? new FakeRuntime({ clock, logger, config: {} });
+  const runtime = fake ?? new FakeRuntime({ clock, logger, config: { pullLatencyMs: 0 } });
   runtime.loadImage('busybox:1.36'); // present, as on a node that runs it (IfNotPresent: no pull)
   const calls: Calls = new Map();
   /** The per-pod calls (not whole-runtime lists), in the order they were made. */

@@ -26,7 +26,7 @@ test('a runtime outage: logged per backoff step, PLEG unhealthy after 3 min, rec
   const logs = new MemorySink();
   const logger = createLogger({ sink: logs.sink, level: 'debug', now: () => clock.now() });
   const bus = new EventBus(clock, logger);
-  const fake = new FakeRuntime({ clock, logger, config: {} });
+  const fake = new FakeRuntime({ clock, logger, config: { pullLatencyMs: 0 } });
   let down = false;
   const unavailable = () =>
     Promise.reject(

@@ -17,7 +17,7 @@ import { makePod, TestSource } from './test-harness.js';
 test("housekeeping removes its own node's orphans only, on a runtime two kubelets share", async (t) => {
   const clock = new VirtualClock();
   const logger = createLogger({ sink: () => {} });
-  const runtime = new FakeRuntime({ clock, logger, config: {} });
+  const runtime = new FakeRuntime({ clock, logger, config: { pullLatencyMs: 0 } });
   const dir = mkdtempSync(join(tmpdir(), 'nodelet-shared-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
   const kubelet = (nodeName: string) => {

@@ -44,7 +44,8 @@ export async function startHarness(
   const logs = new MemorySink();
   const logger = createLogger({ sink: logs.sink, level: 'debug', now: () => clock.now() });
   const bus = new EventBus(clock, logger);
-  const runtime = new FakeRuntime({ clock, logger, config: {} as any });
+  // Instant pulls: these tests time the kubelet, not a registry (the fake's default is 100 ms).
+  const runtime = new FakeRuntime({ clock, logger, config: { pullLatencyMs: 0 } });
   const source = new TestSource();
   const dir = mkdtempSync(join(tmpdir(), 'nodelet-kubelet-'));
   const kubelet = new Kubelet(

@@ -1,6 +1,11 @@
+import { BUILTIN_IMAGES, type FakeImageConfig } from './image-config.js';
+
 /** Configuration of the fake runtime (the `plugins.runtime-fake` section of the config file). */
 export interface FakeRuntimeConfig {
-  /** How long every PullImage takes, in milliseconds of clock time. Default 0. */
+  /**
+   * How long every PullImage takes, in milliseconds of clock time. Default 100: a pull is never
+   * instant, so a client's pull deadline shorter than that fails as it would against a registry.
+   */
   pullLatencyMs?: number;
   /** References whose pull fails as a registry 404 would (NotFound). Normalised before comparing. */
   missingImages?: readonly string[];
@@ -8,23 +13,37 @@ export interface FakeRuntimeConfig {
   preloadedImages?: readonly string[];
   /** IPv4 range pod IPs come from (host-local style, `.1` is the gateway). Default 10.244.0.0/16. */
   podCIDR?: string;
-  /** Also write container logs to `<sandbox logDirectory>/<container logPath>`. Default false. */
+  /**
+   * Write container logs to `<sandbox logDirectory>/<container logPath>`, as runtimes do. Unset (the
+   * default): written, and a file that cannot be created is a warning (the lines stay in memory);
+   * true: such a file fails StartContainer, as in containerd; false: in memory only.
+   */
   writeLogs?: boolean;
   /** Log lines kept in memory per container (the newest ones). Default 1000. */
   maxLogLines?: number;
+  /**
+   * The image table: user, entrypoint, cmd and start output of images, and which tags are one image.
+   * Added to the built-in entries (pause, busybox, nginx), before them.
+   */
+  images?: readonly FakeImageConfig[];
 }
+
+export { BUILTIN_IMAGES, type FakeImageConfig };
 
 /** The sandbox (pause) image the kubelet and containerd use by default. */
 export const PAUSE_IMAGE = 'registry.k8s.io/pause:3.9';
 export const BUSYBOX_IMAGE = 'docker.io/library/busybox:latest';
 
-export const DEFAULT_CONFIG: Readonly<Required<FakeRuntimeConfig>> = Object.freeze({
-  pullLatencyMs: 0,
+export const DEFAULT_CONFIG: Readonly<Required<Omit<FakeRuntimeConfig, 'writeLogs'>>> & {
+  readonly writeLogs: boolean | undefined;
+} = Object.freeze({
+  pullLatencyMs: 100,
   missingImages: Object.freeze([]),
   preloadedImages: Object.freeze([PAUSE_IMAGE, BUSYBOX_IMAGE]),
   podCIDR: '10.244.0.0/16',
-  writeLogs: false,
+  writeLogs: undefined,
   maxLogLines: 1000,
+  images: Object.freeze([]),
 });
 
 /** JSON Schema of FakeRuntimeConfig, with its defaults (the kernel fills them in). */
@@ -58,14 +77,31 @@ export const fakeRuntimeConfigSchema = {
     },
     writeLogs: {
       type: 'boolean',
-      default: DEFAULT_CONFIG.writeLogs,
-      description: 'also write container logs to the files the kubelet reads',
+      description:
+        'write container logs to the files the kubelet reads (unset: written, a failure only warns; true: a failure fails the start)',
     },
     maxLogLines: {
       type: 'integer',
       minimum: 0,
       default: DEFAULT_CONFIG.maxLogLines,
       description: 'log lines kept in memory per container',
+    },
+    images: {
+      type: 'array',
+      default: [],
+      description: 'image table: refs (tags of one image, or a repository), user, entrypoint, cmd, stdout',
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['refs'],
+        properties: {
+          refs: { type: 'array', items: { type: 'string' }, minItems: 1 },
+          user: { type: 'string' },
+          entrypoint: { type: 'array', items: { type: 'string' } },
+          cmd: { type: 'array', items: { type: 'string' } },
+          stdout: { type: 'string' },
+        },
+      },
     },
   },
 } as const;

@@ -23,6 +23,9 @@ import {
   type UpdateContainerResourcesResponse,
 } from '@nodelet/cri';
 import { resolveBehavior, SIGKILL_EXIT_CODE } from './behavior.js';
+import { containerView } from './container-view.js';
+import { startOutput } from './exec.js';
+import { effectiveCommand } from './image-config.js';
 import {
   type ContainerRecord,
   containerStateName,
@@ -62,10 +65,18 @@ export abstract class ContainerApi extends SandboxApi {
         `failed to reserve container name "${reservedName}": name "${reservedName}" is reserved for "${holder}"`,
       );
     }
+    const id = this.newId();
+    const security = config.linux?.securityContext;
+    if (security?.runAsGroup && !security.runAsUser && security.runAsUsername === '') {
+      // containerd's spec generation: a group alone names no user to run as.
+      throw invalidInput(
+        `failed to generate container "${id}" spec: failed to generate user string: user group "${security.runAsGroup.value}" is specified without user`,
+      );
+    }
     const logDirectory = sandbox.config.logDirectory;
     const podUid = config.labels[POD_UID_LABEL];
     const c: ContainerRecord = {
-      id: this.newId(),
+      id,
       sandbox,
       reservedName,
       config,
@@ -74,6 +85,7 @@ export abstract class ContainerApi extends SandboxApi {
       imageId: image.id,
       statusImage: image.repoTags[0] ?? image.id,
       statusImageRef: image.repoDigests[0] ?? image.id,
+      imageConfig: image.config,
       logPath:
         logDirectory !== '' && config.logPath !== '' ? join(logDirectory, config.logPath) : config.logPath,
       createdAt: this.creationStamp(),
@@ -132,20 +144,40 @@ export abstract class ContainerApi extends SandboxApi {
     // Not before its creation stamp, which may run a few ns ahead of the clock (see creationStamp).
     const now = this.nowNs();
     c.startedAt = now > c.createdAt ? now : c.createdAt;
-    if (b.stdout !== undefined) this.appendLog(c, 'stdout', withNewline(b.stdout));
-    if (b.stderr !== undefined) this.appendLog(c, 'stderr', withNewline(b.stderr));
+    this.writeStartOutput(c);
     this.lifecycle.scheduleExit(c);
     return {};
   }
 
   /**
+   * What the process writes as it starts: the scripted stdout/stderr when the behaviour has them;
+   * else the image entrypoint's start line (when the container keeps the entrypoint) and what its
+   * command writes before it would block (see `startOutput`), e.g. `echo hello` → `hello`.
+   */
+  private writeStartOutput(c: ContainerRecord): void {
+    const b = c.behavior;
+    if (b.stdout !== undefined || b.stderr !== undefined) {
+      if (b.stdout !== undefined) this.appendLog(c, 'stdout', withNewline(b.stdout));
+      if (b.stderr !== undefined) this.appendLog(c, 'stderr', withNewline(b.stderr));
+      return;
+    }
+    const { command, args } = c.config;
+    if (command.length === 0 && c.imageConfig.stdout) this.appendLog(c, 'stdout', c.imageConfig.stdout);
+    const out = startOutput(effectiveCommand(command, args, c.imageConfig), containerView(c));
+    if (out.stdout !== '') this.appendLog(c, 'stdout', out.stdout);
+    if (out.stderr !== '') this.appendLog(c, 'stderr', out.stderr);
+  }
+
+  /**
    * SIGTERM, then SIGKILL when `timeout` seconds have passed. A plain container exits at once with
    * 143; `stopDelay` takes that long; `ignoreStop` is killed (137) at exactly the deadline. Resolves
-   * once the container has exited. Timeout 0 kills at once. Idempotent on stopped containers.
+   * once the container has exited. Timeout 0 kills at once. Idempotent, as the CRI contract asks: a
+   * stopped container and an unknown id succeed (as in CRI-O and containerd 1.7+).
    */
   async stopContainer(req: StopContainerRequest): Promise<StopContainerResponse> {
     this.check();
-    const c = this.mustContainer(req.containerId);
+    const c = this.store.container(req.containerId);
+    if (!c) return {};
     if (c.starting) {
       this.lifecycle.kill(c, 'it was stopped');
       return {};

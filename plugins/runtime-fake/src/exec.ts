@@ -31,6 +31,19 @@ export type ExecHandler = (
   context: ExecContext,
 ) => ExecResult | undefined | Promise<ExecResult | undefined>;
 
+/**
+ * What a command run in the container sees of it, from its sandbox and container config: the
+ * default commands `hostname`, `cat <file>` and `id` answer from it.
+ */
+export interface ContainerView {
+  readonly hostname: string;
+  readonly uid: bigint;
+  readonly gid: bigint;
+  readonly supplementalGroups: readonly bigint[];
+  /** A file's content as the container sees it, or undefined when the fake does not know the file. */
+  readFile(path: string): string | undefined;
+}
+
 const SHELLS = new Set(['sh', 'bash', 'ash', 'dash', 'zsh']);
 
 function basename(path: string): string {
@@ -83,6 +96,8 @@ function simpleCommands(script: string): SimpleCommand[] {
  *  - `true` → 0; `false` → 1; `exit N` (inside `sh -c`) → N
  *  - `echo [-n] words…` → the words on stdout
  *  - `sleep N` → takes N seconds on the clock, then 0 (so probe timeouts can be exercised)
+ *  - with a container `view`: `hostname`; `cat FILE…` for the files the view knows (/etc/hosts,
+ *    /etc/resolv.conf, /etc/hostname, files mounted from the host); `id -u`, `id -g`, `id`
  *  - `sh -c "<script>"` (also bash/ash/dash): the above joined by `;`, `&&`, `||`, with `>&2` sending
  *    a command's output to stderr, e.g. `sh -c 'echo out; echo err >&2; exit 3'`
  *  - anything else succeeds: 0, no output (a fake container is healthy unless told otherwise)
@@ -91,20 +106,62 @@ export function defaultExec(
   cmd: readonly string[],
   clock: Clock,
   signal?: AbortSignal,
+  view?: ContainerView,
 ): ExecResult | Promise<ExecResult> {
   if (cmd.length === 0) return { exitCode: 0 };
   const program = basename(cmd[0]!);
   const args = cmd.slice(1);
   if (SHELLS.has(program) && args[0] === '-c' && args[1] !== undefined)
-    return runScript(args[1], clock, signal);
-  return runWords([program, ...args], clock, signal);
+    return runScript(args[1], clock, signal, view);
+  return runWords([program, ...args], clock, signal, view);
+}
+
+/**
+ * What a container's process writes at once when it starts, for its log: its command run through
+ * the same imitation of a shell until it would block (`sleep`, or the program an `exec` starts),
+ * e.g. `sh -c 'echo started; sleep 3600'` → `started`. Programs the fake does not know write nothing
+ * and do not block. Synchronous and deterministic: no timer is involved.
+ */
+export function startOutput(
+  cmd: readonly string[],
+  view?: ContainerView,
+): { stdout: string; stderr: string } {
+  const out = { stdout: '', stderr: '' };
+  if (cmd.length === 0) return out;
+  const program = basename(cmd[0]!);
+  const script = SHELLS.has(program) && cmd[1] === '-c' ? cmd[2] : undefined;
+  const commands: SimpleCommand[] =
+    script !== undefined ? simpleCommands(script) : [{ words: [...cmd], toStderr: false, after: ';' }];
+  let exitCode = 0;
+  for (const command of commands) {
+    if (command.after === '&&' && exitCode !== 0) continue;
+    if (command.after === '||' && exitCode === 0) continue;
+    let words = command.words;
+    const last = words[0] === 'exec';
+    if (last) words = words.slice(1);
+    if (words.length === 0 || words[0] === 'exit' || basename(words[0]!) === 'sleep') break;
+    const result = runWords(words, undefined, undefined, view);
+    if (result instanceof Promise) break;
+    const text = textOf(result.stdout);
+    if (command.toStderr) out.stderr += text;
+    else out.stdout += text;
+    out.stderr += textOf(result.stderr);
+    exitCode = result.exitCode ?? 0;
+    if (last) break;
+  }
+  return out;
 }
 
 /**
  * Runs `a; b && c || d` left to right as a shell would: output accumulates, `exit N` ends the
  * script, `>&2` sends a command's stdout to stderr. The exit code is the last command's.
  */
-async function runScript(script: string, clock: Clock, signal?: AbortSignal): Promise<ExecResult> {
+async function runScript(
+  script: string,
+  clock: Clock,
+  signal?: AbortSignal,
+  view?: ContainerView,
+): Promise<ExecResult> {
   let stdout = '';
   let stderr = '';
   let exitCode = 0;
@@ -116,7 +173,7 @@ async function runScript(script: string, clock: Clock, signal?: AbortSignal): Pr
       exitCode = Number.isInteger(code) ? code & 255 : 2;
       break;
     }
-    const result = await runWords(command.words, clock, signal);
+    const result = await runWords(command.words, clock, signal, view);
     const out = textOf(result.stdout);
     if (command.toStderr) stderr += out;
     else stdout += out;
@@ -132,8 +189,9 @@ function textOf(data: string | Uint8Array | undefined): string {
 
 function runWords(
   words: readonly string[],
-  clock: Clock,
+  clock: Clock | undefined,
   signal?: AbortSignal,
+  view?: ContainerView,
 ): ExecResult | Promise<ExecResult> {
   if (words.length === 0) return { exitCode: 0 };
   const program = basename(words[0]!);
@@ -151,9 +209,32 @@ function runWords(
     case 'sleep': {
       const seconds = Number(args[0]);
       if (!(seconds >= 0)) return { exitCode: 1, stderr: `sleep: invalid number '${args[0] ?? ''}'\n` };
+      if (!clock) return { exitCode: 0 };
       return clock.sleep(seconds * 1000, signal).then(() => ({ exitCode: 0 }));
     }
+    case 'hostname':
+      return view ? { exitCode: 0, stdout: `${view.hostname}\n` } : { exitCode: 0 };
+    case 'cat':
+      // Files the view does not know read as empty, as before (`cat /tmp/healthy` probes pass).
+      return { exitCode: 0, stdout: args.map((path) => view?.readFile(path) ?? '').join('') };
+    case 'id':
+      return view ? idOutput(args, view) : { exitCode: 0 };
     default:
       return { exitCode: 0 };
   }
+}
+
+/** `id -u`, `id -g`, `id -G`, `id`: numbers only, as for users without a passwd entry (root is named). */
+function idOutput(args: readonly string[], view: ContainerView): ExecResult {
+  const named = (n: bigint) => (n === 0n ? `${n}(root)` : String(n));
+  const groups = [view.gid, ...view.supplementalGroups.filter((g) => g !== view.gid)];
+  const flags = args.join('');
+  if (flags === '-u') return { exitCode: 0, stdout: `${view.uid}\n` };
+  if (flags === '-g') return { exitCode: 0, stdout: `${view.gid}\n` };
+  if (flags === '-G') return { exitCode: 0, stdout: `${groups.join(' ')}\n` };
+  if (args.length === 0) {
+    const text = `uid=${named(view.uid)} gid=${named(view.gid)} groups=${groups.map(named).join(',')}`;
+    return { exitCode: 0, stdout: `${text}\n` };
+  }
+  return { exitCode: 1, stderr: `id: unrecognized option '${args[0]}'\n` };
 }

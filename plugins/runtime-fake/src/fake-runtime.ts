@@ -158,6 +158,14 @@ export class FakeRuntime extends ImageApi implements RuntimeService, ImageServic
     return this.images.add(ref).id;
   }
 
+  /**
+   * Gives the image `source` names the tag `target` as well (as `ctr images tag`): ListImages shows
+   * one image with both tags, and RemoveImage of one tag leaves the other. Returns the image id.
+   */
+  tagImage(source: string, target: string): string {
+    return this.images.tag(source, target).id;
+  }
+
   /** The configuration a container was created with (a copy). */
   containerConfig(containerId: string): ContainerConfig {
     return ContainerConfig.fromPartial(this.mustContainer(containerId).config);

@@ -8,9 +8,13 @@ import { ContainerConfig, NamespaceMode, PodSandboxConfig } from '@nodelet/cri';
 import type { FakeRuntimeConfig } from './config.js';
 import { FakeRuntime } from './fake-runtime.js';
 
+/**
+ * A runtime on a virtual clock. Logs stay in memory unless the test asks for files (the default
+ * sandbox log directory is /var/log/pods, which a test must not write to).
+ */
 export function setup(config?: FakeRuntimeConfig): { clock: VirtualClock; runtime: FakeRuntime } {
   const clock = new VirtualClock();
-  return { clock, runtime: new FakeRuntime({ clock, config }) };
+  return { clock, runtime: new FakeRuntime({ clock, config: { writeLogs: false, ...config } }) };
 }
 
 export interface PodOptions {

@@ -137,8 +137,8 @@ test('a malformed reference fails InvalidInput at once, without waiting out the 
   );
 });
 
-test('RemoveImage removes every name of the image and is idempotent; ImageFsInfo sums sizes', async (t) => {
-  const { runtime } = setup();
+test('RemoveImage by id removes every name of the image and is idempotent; ImageFsInfo sums sizes', async (t) => {
+  const { runtime } = setup({ pullLatencyMs: 0 });
   await runtime.pullImage({ image: spec('nginx') });
   const before = (await runtime.imageFsInfo({})).imageFilesystems[0]!;
   const nginx = (await runtime.imageStatus({ image: spec('nginx'), verbose: false })).image!;

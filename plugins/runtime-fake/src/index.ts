@@ -4,6 +4,8 @@ export type { FakeRuntimeOptions, ScriptTarget } from './fake-runtime.js';
 export { runtimeFakePlugin } from './plugin.js';
 export { BUSYBOX_IMAGE, DEFAULT_CONFIG, fakeRuntimeConfigSchema, PAUSE_IMAGE } from './config.js';
 export type { FakeRuntimeConfig } from './config.js';
+export { BUILTIN_IMAGES, type FakeImageConfig } from './image-config.js';
+export type { ContainerView } from './exec.js';
 export {
   ALL_CONTAINERS,
   BEHAVIOR_ANNOTATION_PREFIX,

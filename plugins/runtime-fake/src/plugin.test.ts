@@ -69,3 +69,32 @@ test('provides probe.handler for httpGet, tcpSocket and grpc: the pod IPs it han
     ['httpGet', 'tcpSocket', 'grpc'],
   );
 });
+
+test('the image table comes through the plugin configuration, checked by its schema', async (t) => {
+  const { kernel } = kernelWith({
+    pullLatencyMs: 0,
+    images: [{ refs: ['example.com/app:1', 'example.com/app:stable'], user: 'app', cmd: ['serve'] }],
+  });
+  await kernel.start();
+  t.teardown(() => kernel.stop());
+  const images = kernel.get(CriImage);
+  const spec = (image: string) => ({
+    image,
+    annotations: {},
+    userSpecifiedImage: '',
+    runtimeHandler: '',
+    imageRef: '',
+  });
+  const a = await images.pullImage({ image: spec('example.com/app:1') });
+  const b = await images.pullImage({ image: spec('example.com/app:stable') });
+  t.is(a.imageRef, b.imageRef);
+  t.like((await images.imageStatus({ image: spec('example.com/app:1'), verbose: false })).image, {
+    username: 'app',
+  });
+  const noRefs = await t.throwsAsync(kernelWith({ images: [{ user: 'x' }] }).kernel.start());
+  t.regex(noRefs!.message, /refs/);
+  const badCmd = await t.throwsAsync(
+    kernelWith({ images: [{ refs: ['a:1'], cmd: 'serve' }] }).kernel.start(),
+  );
+  t.regex(badCmd!.message, /cmd/);
+});

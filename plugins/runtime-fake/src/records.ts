@@ -22,6 +22,8 @@ import {
   type PodSandboxStatus,
 } from '@nodelet/cri';
 import type { ContainerBehavior, ProbeScript, ResolvedBehavior } from './behavior.js';
+import { containerIdentity } from './container-view.js';
+import type { ImageConfig } from './image-config.js';
 import type { LogBuffer } from './cri-log.js';
 import type { IpAllocator } from './ip-allocator.js';
 
@@ -58,6 +60,8 @@ export interface ContainerRecord {
   readonly statusImage: string;
   /** What ContainerStatus reports as imageRef: the repo digest, or the id. */
   readonly statusImageRef: string;
+  /** The image's user, entrypoint and cmd, as the image was when the container was created. */
+  readonly imageConfig: ImageConfig;
   /** `<sandbox logDirectory>/<logPath>`, or the logPath alone when the sandbox has no log directory. */
   readonly logPath: string;
   readonly createdAt: bigint;
@@ -147,7 +151,7 @@ export function toContainer(c: ContainerRecord): Container {
 }
 
 export function toContainerStatus(c: ContainerRecord): ContainerStatus {
-  const security = c.config.linux?.securityContext;
+  const identity = containerIdentity(c);
   return {
     id: c.id,
     metadata: { ...c.metadata },
@@ -174,9 +178,9 @@ export function toContainerStatus(c: ContainerRecord): ContainerStatus {
     imageId: c.imageId,
     user: {
       linux: {
-        uid: security?.runAsUser?.value ?? 0n,
-        gid: security?.runAsGroup?.value ?? 0n,
-        supplementalGroups: [...(security?.supplementalGroups ?? [])],
+        uid: identity.uid,
+        gid: identity.gid,
+        supplementalGroups: [...identity.supplementalGroups],
       },
     },
     stopSignal: c.config.stopSignal,

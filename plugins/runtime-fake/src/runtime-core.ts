@@ -5,8 +5,10 @@ import { ALL_CONTAINERS, behaviorsFromAnnotations, type ContainerBehavior } from
 import { DEFAULT_CONFIG, type FakeRuntimeConfig } from './config.js';
 import { ContainerLifecycle } from './container-lifecycle.js';
 import { ContainerLogs } from './container-logs.js';
+import { containerView } from './container-view.js';
 import { type LogStream, msToNs } from './cri-log.js';
 import { defaultExec, type ExecContext, type ExecHandler, type ExecResult } from './exec.js';
+import { BUILTIN_IMAGES, ImageTable } from './image-config.js';
 import { ImageStore } from './image-store.js';
 import { IpAllocator } from './ip-allocator.js';
 import { type ContainerRecord, type SandboxRecord } from './records.js';
@@ -85,7 +87,13 @@ export abstract class FakeRuntimeCore {
     if (!(Number.isFinite(config.pullLatencyMs) && config.pullLatencyMs >= 0)) {
       throw invalidInput(`runtime-fake: pullLatencyMs must be a number >= 0, not ${config.pullLatencyMs}`);
     }
-    this.images = new ImageStore(this.clock, config.pullLatencyMs);
+    let table: ImageTable;
+    try {
+      table = new ImageTable([...config.images, ...BUILTIN_IMAGES]);
+    } catch (err) {
+      throw invalidInput(`runtime-fake: ${errorMessage(err)}`);
+    }
+    this.images = new ImageStore(this.clock, config.pullLatencyMs, table);
     const field = (name: string, i: number, fn: () => void) => {
       try {
         fn();
@@ -200,7 +208,8 @@ export abstract class FakeRuntimeCore {
       const result = await handler(containerId, cmd, context);
       if (result !== undefined) return result;
     }
-    return defaultExec(cmd, this.clock, context.signal);
+    const c = this.store.container(containerId);
+    return defaultExec(cmd, this.clock, context.signal, c && containerView(c));
   }
 }
 

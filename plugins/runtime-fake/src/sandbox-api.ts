@@ -132,10 +132,13 @@ export abstract class SandboxApi extends FakeRuntimeCore {
   /**
    * Kills the sandbox's containers at once (timeout 0, as runtimes do), tears its network down (the
    * IP goes back to the pool and PodSandboxStatus reports none, as containerd) and marks it NOTREADY.
+   * An unknown id succeeds: the call is idempotent by the CRI contract ("must not return an error if
+   * all relevant resources have already been reclaimed"), as in CRI-O and containerd 1.7+.
    */
   async stopPodSandbox(req: StopPodSandboxRequest): Promise<StopPodSandboxResponse> {
     this.check();
-    const sandbox = this.mustSandbox(req.podSandboxId);
+    const sandbox = this.store.sandbox(req.podSandboxId);
+    if (!sandbox) return {};
     for (const c of sandbox.containers) this.lifecycle.kill(c, 'its sandbox was stopped');
     sandbox.state = PodSandboxState.SANDBOX_NOTREADY;
     this.releaseIp(sandbox);

@@ -14,7 +14,7 @@ import {
 } from './fixtures.js';
 
 test('CreateContainer needs a READY sandbox and a present image', async (t) => {
-  const { runtime } = setup();
+  const { runtime } = setup({ pullLatencyMs: 0 });
   const unknown = await t.throwsAsync(
     runtime.createContainer({ podSandboxId: 'gone', config: undefined, sandboxConfig: undefined }),
   );

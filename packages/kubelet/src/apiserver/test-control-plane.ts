@@ -112,7 +112,9 @@ export function makeKubelet(
   const logs = new MemorySink();
   const logger = createLogger({ sink: logs.sink, level: 'debug' });
   const bus = new EventBus(env.clock, logger);
-  const runtime = options.runtime ?? new FakeRuntime({ clock: env.clock, logger, config: {} as any });
+  // Instant pulls: these tests time the kubelet, not a registry (the fake's default is 100 ms).
+  const runtime =
+    options.runtime ?? new FakeRuntime({ clock: env.clock, logger, config: { pullLatencyMs: 0 } });
   let creates = 0;
   const create = runtime.createContainer.bind(runtime);
   runtime.createContainer = async (req) => {

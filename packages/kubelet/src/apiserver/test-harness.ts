@@ -53,7 +53,8 @@ export async function startCluster(
   const logs = new MemorySink();
   const logger = createLogger({ sink: logs.sink, level: 'debug', now: () => clock.now() });
   const bus = new EventBus(clock, logger);
-  const runtime = options.runtime ?? new FakeRuntime({ clock, logger, config: {} as any });
+  // Instant pulls: these tests time the kubelet, not a registry (the fake's default is 100 ms).
+  const runtime = options.runtime ?? new FakeRuntime({ clock, logger, config: { pullLatencyMs: 0 } });
   const api = options.api ?? new FakeKubeApi();
   api.now = () => clock.now();
   const statics = new StaticSource();

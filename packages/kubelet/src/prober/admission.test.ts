@@ -43,7 +43,7 @@ test('a probe naming a missing port, a bad scheme or two handlers rejects its ma
     manifest('two', 'exec: {command: ["true"]}\ntcpSocket: {port: 8080}'),
   );
   const { clock, logger, bus, events } = testEnv();
-  const runtime = new FakeRuntime({ clock, logger, config: {} as never });
+  const runtime = new FakeRuntime({ clock, logger, config: { pullLatencyMs: 0 } });
   const kubelet = new Kubelet(
     { runtime, images: runtime, bus, clock, logger },
     {

@@ -25,7 +25,7 @@ function get(port: number, path: string): Promise<{ status: number; body: string
 async function readOnlyServer(t: import('ava').ExecutionContext) {
   const clock = new VirtualClock();
   const logger = createLogger({ sink: new MemorySink().sink });
-  const runtime = new FakeRuntime({ clock, logger });
+  const runtime = new FakeRuntime({ clock, logger, config: { pullLatencyMs: 0 } });
   const dir = mkdtempSync(join(tmpdir(), 'nodelet-server-'));
   const kubelet = new Kubelet(
     { runtime, images: runtime, bus: new EventBus(clock, logger), clock, logger },
