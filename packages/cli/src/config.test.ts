@@ -567,3 +567,19 @@ authorization:
     message: 'flags --tls-cert-file and --tls-private-key-file go together: set both or neither',
   });
 });
+
+test('the kubelet API listens on 0.0.0.0 when it is authenticated and authorized, on 127.0.0.1 when anonymous requests may do anything', (t) => {
+  const dir = tmp(t);
+  const secure = `apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n`;
+  writeFileSync(join(dir, 'kubelet.yaml'), secure);
+  // A KubeletConfiguration's defaults: anonymous off, Webhook authorization — upstream's 0.0.0.0.
+  t.is(resolveKubeletSetup({ config: join(dir, 'kubelet.yaml') }, env(dir)).kubelet.address, '0.0.0.0');
+  const sink = new MemorySink();
+  // The flags' defaults: anonymous on, AlwaysAllow — kept on loopback, and said so.
+  t.is(resolveKubeletSetup({}, env(dir, sink)).kubelet.address, '127.0.0.1');
+  t.is(sink.find('listens on 127.0.0.1 only').length, 1);
+  t.is(resolveKubeletSetup({ authorizationMode: 'Webhook' }, env(dir)).kubelet.address, '0.0.0.0');
+  t.is(resolveKubeletSetup({ address: '0.0.0.0' }, env(dir)).kubelet.address, '0.0.0.0');
+  writeFileSync(join(dir, 'open.yaml'), `${secure}address: 127.0.0.5\n`);
+  t.is(resolveKubeletSetup({ config: join(dir, 'open.yaml') }, env(dir)).kubelet.address, '127.0.0.5');
+});

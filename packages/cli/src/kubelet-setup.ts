@@ -203,6 +203,7 @@ export function resolveKubeletSetup(flags: KubeletFlags, env: SetupEnv): Kubelet
     readOnlyPort: flags.readOnlyPort ?? nk.readOnlyPort ?? kc.readOnlyPort ?? DEFAULT_READ_ONLY_PORT,
     address: flags.address ?? nk.address ?? kc.address ?? DEFAULT_ADDRESS,
   };
+  const addressGiven = flags.address !== undefined || nk.address !== undefined || kc.address !== undefined;
   const podManifestPath =
     flags.podManifestPath !== undefined
       ? fromCwd(flags.podManifestPath)
@@ -224,6 +225,7 @@ export function resolveKubeletSetup(flags: KubeletFlags, env: SetupEnv): Kubelet
   const apiServer = apiServerOptions(flags, fromCwd, kc);
   if (apiServer) kubelet.apiServer = apiServer;
   kubelet.server = serverConfig(flags, fromCwd, kc, config?.kubeletPath, kubelet.rootDir);
+  if (!addressGiven) kubelet.address = defaultAddress(kubelet.server, env.logger);
   if (!apiServer && kubelet.server.enableServer !== false) {
     const { authentication, authorization } = kubelet.server;
     if (authorization.mode === 'Webhook' || authentication.webhook.enabled) {
@@ -254,6 +256,20 @@ export function resolveKubeletSetup(flags: KubeletFlags, env: SetupEnv): Kubelet
     };
   }
   return setup;
+}
+
+/**
+ * Upstream's kubelet listens on 0.0.0.0, so the API server reaches it on the node's address. nodelet does
+ * too when the API is authenticated and authorized; with the flags' defaults (anonymous requests allowed
+ * everything) it stays on loopback, rather than open the node's logs and exec to the network.
+ */
+function defaultAddress(server: NonNullable<KubeletPluginConfig['server']>, logger: Logger): string {
+  const open = server.authentication.anonymous.enabled && server.authorization.mode === 'AlwaysAllow';
+  if (!open || server.enableServer === false) return '0.0.0.0';
+  logger.info(
+    'the kubelet API allows anonymous requests everything (--anonymous-auth, --authorization-mode AlwaysAllow), so it listens on 127.0.0.1 only; set --address to listen elsewhere, or secure it with --client-ca-file, --anonymous-auth=false and --authorization-mode Webhook (the defaults of a KubeletConfiguration file)',
+  );
+  return DEFAULT_ADDRESS;
 }
 
 /**
