@@ -12,3 +12,4 @@ export * from './client.js';
 export * from './helpers.js';
 export * from './probe-handler.js';
 export * from './image-ref.js';
+export * from './stats-provider.js';
