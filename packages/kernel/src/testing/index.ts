@@ -1,0 +1,2 @@
+export * from './prom-text.js';
+export * from './json-schema.js';
