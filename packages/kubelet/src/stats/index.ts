@@ -1,0 +1,3 @@
+export * from './cgroup-reader.js';
+export * from './cri-stats-provider.js';
+export * from './host-node-reader.js';
