@@ -16,11 +16,14 @@ import type {
   StatsProvider,
   StatsSnapshot,
   ContainerIdentity,
+  FsStats,
+  NetworkInterfaceUsage,
   NetworkStats,
+  NetworkUsage,
 } from '@nodelet/cri';
 import { containerKey, CriLabels } from '@nodelet/cri';
 import { isErrorCode, type Clock } from '@nodelet/kernel';
-import type { CgroupUsage } from './cgroup-reader.js';
+import type { CgroupUsage, NetDevCounters } from './cgroup-reader.js';
 
 /** What the node reader gives: the root cgroup's usage and the machine's memory. */
 export interface HostNodeUsage extends CgroupUsage {
@@ -36,6 +39,14 @@ export interface CriStatsProviderOptions {
   memoryCapacityBytes?: number;
   /** When the node booted (ms); default: when the provider was made. */
   nodeStartMs?: number;
+  /** The node's file system (nodefs). */
+  nodeFs?: (nowMs: number) => Promise<FsStats | undefined>;
+  /** The runtime's image file system. */
+  imageFs?: (nowMs: number) => Promise<FsStats | undefined>;
+  /** A pod's interfaces when the runtime does not report its network (by sandbox id). */
+  sandboxNetDev?: (podSandboxId: string) => Promise<NetDevCounters[] | undefined>;
+  /** The node's system containers (`kubelet`, `runtime`). */
+  systemContainers?: (nowMs: number) => Promise<ContainerSummaryStats[]>;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -80,7 +91,13 @@ export class CriStatsProvider implements StatsProvider {
         });
         list.push(this.container(uid, c, info ? nsToMs(info.createdAt) : nowMs, nowMs));
       }
-      pods.push(this.pod(sb, uid, list, nowMs));
+      const pod = this.pod(sb, uid, list, nowMs);
+      if (!pod.network && this.options.sandboxNetDev) {
+        const ifaces = await this.options.sandboxNetDev(sb.id).catch(() => undefined);
+        if (ifaces && ifaces.length > 0)
+          pod.network = { time: iso(nowMs), ...ifaces[0]!, interfaces: ifaces };
+      }
+      pods.push(pod);
     }
     const node = await this.node(pods, nowMs);
     return { node, pods, containerIdentities: identities };
@@ -113,7 +130,7 @@ export class CriStatsProvider implements StatsProvider {
     return bySandbox;
   }
 
-  private sandboxNetwork = new Map<string, import('@nodelet/cri').NetworkUsage | undefined>();
+  private sandboxNetwork = new Map<string, NetworkUsage | undefined>();
 
   private container(
     podUid: string,
@@ -194,10 +211,18 @@ export class CriStatsProvider implements StatsProvider {
       cumulative,
       read ? undefined : sum((p) => p.cpu?.usageNanoCores),
     );
+    const o = this.options;
+    const [fs, imageFs, systemContainers] = await Promise.all([
+      o.nodeFs?.(nowMs).catch(() => undefined),
+      o.imageFs?.(nowMs).catch(() => undefined),
+      o.systemContainers?.(nowMs).catch(() => []) ?? [],
+    ]);
     return {
       nodeName: this.options.nodeName,
       startTime: iso(this.nodeStartMs),
-      systemContainers: [],
+      systemContainers,
+      ...(fs ? { fs } : {}),
+      ...(imageFs ? { runtime: { imageFs } } : {}),
       cpu,
       memory: {
         time: iso(nowMs),
@@ -225,12 +250,9 @@ export class CriStatsProvider implements StatsProvider {
   }
 }
 
-function toNetwork(
-  n: import('@nodelet/cri').NetworkUsage | undefined,
-  nowMs: number,
-): NetworkStats | undefined {
+function toNetwork(n: NetworkUsage | undefined, nowMs: number): NetworkStats | undefined {
   if (!n) return undefined;
-  const iface = (i: import('@nodelet/cri').NetworkInterfaceUsage) => ({
+  const iface = (i: NetworkInterfaceUsage) => ({
     name: i.name,
     rxBytes: num(i.rxBytes) ?? 0,
     rxErrors: num(i.rxErrors) ?? 0,
