@@ -13,3 +13,4 @@ export * from './helpers.js';
 export * from './probe-handler.js';
 export * from './image-ref.js';
 export * from './stats-provider.js';
+export * from './cri-stats-provider.js';

@@ -99,7 +99,18 @@ export function toSummary(snapshot: Summary, onlyCpuAndMemory = false): Summary 
   };
 }
 
-export function kubeletMetricsRoutes(metrics: KubeletMetrics, stats: StatsProvider): Route[] {
+/** The provider, with the kubelet's node name where the provider left it empty. */
+export function withNodeName(stats: StatsProvider, nodeName: string): StatsProvider {
+  return {
+    snapshot: async () => {
+      const snapshot = await stats.snapshot();
+      return snapshot.node.nodeName ? snapshot : { ...snapshot, node: { ...snapshot.node, nodeName } };
+    },
+  };
+}
+
+export function kubeletMetricsRoutes(metrics: KubeletMetrics, provider: StatsProvider): Route[] {
+  const stats = withNodeName(provider, metrics.nodeName);
   return [
     { path: '/metrics', subresource: 'metrics', handle: registryHandler(metrics.registry) },
     { path: '/metrics/probes', subresource: 'metrics', handle: registryHandler(metrics.probesRegistry) },

@@ -59,6 +59,10 @@ export class KubeletMetrics {
   >();
   private lastRelistStart?: number;
 
+  get nodeName(): string {
+    return this.options.nodeName;
+  }
+
   constructor(
     bus: EventBus,
     private readonly options: KubeletMetricsOptions,

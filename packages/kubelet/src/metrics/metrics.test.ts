@@ -11,11 +11,11 @@ import test, { type ExecutionContext } from 'ava';
 import type { Pod } from '@nodelet/api';
 import { createLogger, EventBus, MemorySink, VirtualClock } from '@nodelet/kernel';
 import { parsePrometheusText, sampleValue, validateAgainst } from '@nodelet/kernel/testing';
+import { CriStatsProvider } from '@nodelet/cri';
 import { FakeRuntime, fakeProbeHandlers } from '@nodelet/runtime-fake';
 import { Kubelet } from '../kubelet.js';
 import { makePod, TestSource } from '../test-harness.js';
 import { HostMounter } from '../volume/index.js';
-import { CriStatsProvider } from '../stats/index.js';
 import { instrumentRuntime, KubeletMetrics, kubeletMetricsRoutes, type Route } from './index.js';
 import { summarySchema } from './test-summary-schema.js';
 
@@ -56,7 +56,7 @@ async function startNode(t: ExecutionContext) {
     },
   );
   await kubelet.start();
-  const stats = new CriStatsProvider(fake, { nodeName: 'node1', clock });
+  const stats = new CriStatsProvider(fake, { clock }); // the node's name comes from the kubelet
   const server = await serve(kubeletMetricsRoutes(metrics, stats));
   t.teardown(async () => {
     await kubelet.stop();

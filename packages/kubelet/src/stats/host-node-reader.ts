@@ -4,7 +4,7 @@
  */
 import { existsSync } from 'node:fs';
 import { cgroupLocation, readCgroupUsage, readMemTotal } from './cgroup-reader.js';
-import type { HostNodeUsage } from './cri-stats-provider.js';
+import type { HostNodeUsage } from '@nodelet/cri';
 
 export function hostNodeReader(
   cgroupRoot = '/sys/fs/cgroup',

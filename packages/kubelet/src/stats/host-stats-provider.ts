@@ -5,7 +5,7 @@
  */
 import type { Clock } from '@nodelet/kernel';
 import type { ImageService, RuntimeService } from '@nodelet/cri';
-import { CriStatsProvider } from './cri-stats-provider.js';
+import { CriStatsProvider } from '@nodelet/cri';
 import { hostNodeReader } from './host-node-reader.js';
 import { fsStatsOf, imageFsStats, kubeletSystemContainer, sandboxNetDev } from './host-stats.js';
 

@@ -6,32 +6,51 @@
  */
 import type {
   ContainerStats as CriContainerStats,
+  NetworkInterfaceUsage,
+  NetworkUsage,
+  PodSandbox,
+} from './gen/runtime/v1/api.js';
+import type { RuntimeService } from './capabilities.js';
+import type {
+  ContainerIdentity,
   ContainerSummaryStats,
   CpuStats,
+  FsStats,
   MemoryStats,
+  NetworkStats,
   NodeStats,
-  PodSandbox,
   PodStats,
-  RuntimeService,
   StatsProvider,
   StatsSnapshot,
-  ContainerIdentity,
-  FsStats,
-  NetworkInterfaceUsage,
-  NetworkStats,
-  NetworkUsage,
-} from '@nodelet/cri';
-import { containerKey, CriLabels } from '@nodelet/cri';
+} from './stats-provider.js';
+import { containerKey } from './stats-provider.js';
+import { CriLabels } from './helpers.js';
 import { isErrorCode, type Clock } from '@nodelet/kernel';
-import type { CgroupUsage, NetDevCounters } from './cgroup-reader.js';
 
 /** What the node reader gives: the root cgroup's usage and the machine's memory. */
-export interface HostNodeUsage extends CgroupUsage {
+export interface HostNodeUsage {
+  /** Cumulative CPU time, nanoseconds. */
+  cpuUsageNs?: number;
+  memoryUsageBytes?: number;
+  memoryWorkingSetBytes?: number;
+  memoryRssBytes?: number;
+  pageFaults?: number;
+  majorPageFaults?: number;
   memoryCapacityBytes?: number;
 }
 
+/** Counters of one interface of a pod's network namespace. */
+export interface InterfaceCounters {
+  name: string;
+  rxBytes: number;
+  rxErrors: number;
+  txBytes: number;
+  txErrors: number;
+}
+
 export interface CriStatsProviderOptions {
-  nodeName: string;
+  /** '' (the default) leaves it to the kubelet, which knows its node's name. */
+  nodeName?: string;
   clock: Clock;
   /** The node's own usage; absent: the sum of the pods (a simulated node). */
   readNode?: () => Promise<HostNodeUsage>;
@@ -44,7 +63,7 @@ export interface CriStatsProviderOptions {
   /** The runtime's image file system. */
   imageFs?: (nowMs: number) => Promise<FsStats | undefined>;
   /** A pod's interfaces when the runtime does not report its network (by sandbox id). */
-  sandboxNetDev?: (podSandboxId: string) => Promise<NetDevCounters[] | undefined>;
+  sandboxNetDev?: (podSandboxId: string) => Promise<InterfaceCounters[] | undefined>;
   /** The node's system containers (`kubelet`, `runtime`). */
   systemContainers?: (nowMs: number) => Promise<ContainerSummaryStats[]>;
 }
@@ -218,7 +237,7 @@ export class CriStatsProvider implements StatsProvider {
       o.systemContainers?.(nowMs).catch(() => []) ?? [],
     ]);
     return {
-      nodeName: this.options.nodeName,
+      nodeName: this.options.nodeName ?? '',
       startTime: iso(this.nodeStartMs),
       systemContainers,
       ...(fs ? { fs } : {}),
