@@ -19,6 +19,7 @@ import type {
   MemoryStats,
   NetworkStats,
   NodeStats,
+  PodReference,
   PodStats,
   StatsProvider,
   StatsSnapshot,
@@ -64,6 +65,8 @@ export interface CriStatsProviderOptions {
   imageFs?: (nowMs: number) => Promise<FsStats | undefined>;
   /** A pod's interfaces when the runtime does not report its network (by sandbox id). */
   sandboxNetDev?: (podSandboxId: string) => Promise<InterfaceCounters[] | undefined>;
+  /** Bytes of a container's log files (all attempts), by pod and container name. */
+  logsUsage?: (pod: PodReference, container: string) => Promise<number | undefined>;
   /** The node's system containers (`kubelet`, `runtime`). */
   systemContainers?: (nowMs: number) => Promise<ContainerSummaryStats[]>;
 }
@@ -108,7 +111,11 @@ export class CriStatsProvider implements StatsProvider {
           id: c.attributes?.id ?? '',
           image: info?.image?.image || info?.imageRef || '',
         });
-        list.push(this.container(uid, c, info ? nsToMs(info.createdAt) : nowMs, nowMs));
+        const stats = this.container(uid, c, info ? nsToMs(info.createdAt) : nowMs, nowMs);
+        const ref = { name: sb.metadata.name, namespace: sb.metadata.namespace, uid };
+        const logs = await this.options.logsUsage?.(ref, name).catch(() => undefined);
+        if (logs !== undefined) stats.logs = { time: iso(nowMs), usedBytes: logs };
+        list.push(stats);
       }
       const pod = this.pod(sb, uid, list, nowMs);
       if (!pod.network && this.options.sandboxNetDev) {

@@ -24,6 +24,8 @@ export interface KubeletObservabilityDeps {
 export interface KubeletObservabilityOptions {
   nodeName: string;
   rootDir: string;
+  /** Where container logs are (upstream /var/log/pods). */
+  podLogsDir?: string;
   /** Pod name and namespace by UID (the kubelet's pod manager), for the probe series. */
   podRef?: (uid: string) => { name: string; namespace: string } | undefined;
 }
@@ -51,6 +53,7 @@ export function createKubeletObservability(
         nodeName: options.nodeName,
         clock: deps.clock,
         rootDir: options.rootDir,
+        ...(options.podLogsDir ? { podLogsDir: options.podLogsDir } : {}),
       }),
     options.nodeName,
   );

@@ -2,7 +2,8 @@
 // CRI side: the node's CPU and memory come from the root cgroup, nodefs from statfs, and a pod's
 // network from its sandbox's /proc/<pid>/net/dev when the runtime has no pod-level stats.
 import test from 'ava';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { tmpdir } from 'node:os';
 import { createLogger, MemorySink, NodeletError, VirtualClock } from '@nodelet/kernel';
 import { validateAgainst } from '@nodelet/kernel/testing';
@@ -53,8 +54,20 @@ test('node usage from this host, nodefs by statfs, the kubelet system container;
     return t.pass();
   }
   const { clock, runtime } = await fakeWithPod();
-  const provider = hostStatsProvider(runtime, runtime, { nodeName: 'host', clock, rootDir: tmpdir() });
+  const podLogsDir = mkdtempSync(join(tmpdir(), 'pod-logs-'));
+  mkdirSync(join(podLogsDir, 'default_p_uid-p', 'app'), { recursive: true });
+  writeFileSync(join(podLogsDir, 'default_p_uid-p', 'app', '0.log'), 'x'.repeat(100));
+  writeFileSync(join(podLogsDir, 'default_p_uid-p', 'app', '1.log'), 'y'.repeat(23));
+  t.teardown(() => rmSync(podLogsDir, { recursive: true }));
+  const provider = hostStatsProvider(runtime, runtime, {
+    nodeName: 'host',
+    clock,
+    rootDir: tmpdir(),
+    podLogsDir,
+  });
   const snapshot = await provider.snapshot();
+  t.is(snapshot.pods[0]?.containers[0]?.logs?.usedBytes, 123, 'both attempts of the log');
+  t.is(snapshot.pods[0]?.['ephemeral-storage']?.usedBytes, 123);
   t.true((snapshot.node.cpu?.usageCoreNanoSeconds ?? 0) > 0, 'the root cgroup has used CPU');
   t.true((snapshot.node.memory?.workingSetBytes ?? 0) > 0);
   t.true((snapshot.node.memory?.availableBytes ?? 0) > 0);

@@ -7,13 +7,21 @@ import type { Clock } from '@nodelet/kernel';
 import type { ImageService, RuntimeService } from '@nodelet/cri';
 import { CriStatsProvider } from '@nodelet/cri';
 import { hostNodeReader } from './host-node-reader.js';
-import { fsStatsOf, imageFsStats, kubeletSystemContainer, sandboxNetDev } from './host-stats.js';
+import {
+  containerLogsUsage,
+  fsStatsOf,
+  imageFsStats,
+  kubeletSystemContainer,
+  sandboxNetDev,
+} from './host-stats.js';
 
 export interface HostStatsOptions {
   nodeName: string;
   clock: Clock;
   /** The kubelet's root directory (nodefs is the file system that holds it). */
   rootDir: string;
+  /** Where container logs are (upstream /var/log/pods). */
+  podLogsDir?: string;
   cgroupRoot?: string;
   procRoot?: string;
 }
@@ -31,6 +39,7 @@ export function hostStatsProvider(
     nodeFs: (nowMs) => fsStatsOf(options.rootDir, nowMs),
     imageFs: (nowMs) => imageFsStats(images, nowMs),
     sandboxNetDev: sandboxNetDev(runtime, options.procRoot),
+    logsUsage: containerLogsUsage(options.podLogsDir ?? '/var/log/pods'),
     systemContainers: async (nowMs) => {
       const kubelet = await kubeletSystemContainer(startMs, nowMs, options.cgroupRoot);
       return kubelet ? [kubelet] : [];

@@ -4,8 +4,8 @@
  * (/proc/<sandbox pid>/net/dev, the pid from containerd's verbose PodSandboxStatus) when the runtime
  * does not report it, and the kubelet's own cgroup as the `kubelet` system container.
  */
-import { statfs } from 'node:fs/promises';
-import { readFile } from 'node:fs/promises';
+import { readdir, readFile, stat, statfs } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { FsStats, ImageService, RuntimeService, ContainerSummaryStats } from '@nodelet/cri';
 import { cgroupLocation, readCgroupUsage, readNetDev, type NetDevCounters } from './cgroup-reader.js';
 
@@ -97,5 +97,20 @@ export async function kubeletSystemContainer(
       ...(mem.memoryWorkingSetBytes !== undefined ? { workingSetBytes: mem.memoryWorkingSetBytes } : {}),
       ...(mem.memoryRssBytes !== undefined ? { rssBytes: mem.memoryRssBytes } : {}),
     },
+  };
+}
+
+/** Bytes under `<podLogsDir>/<ns>_<name>_<uid>/<container>/` (every attempt's log), as upstream counts logs. */
+export function containerLogsUsage(podLogsDir: string) {
+  return async (pod: { name: string; namespace: string; uid: string }, container: string) => {
+    const dir = join(podLogsDir, `${pod.namespace}_${pod.name}_${pod.uid}`, container);
+    const entries = await readdir(dir, { withFileTypes: true }).catch(() => undefined);
+    if (!entries) return undefined;
+    let bytes = 0;
+    for (const e of entries) {
+      if (!e.isFile()) continue;
+      bytes += (await stat(join(dir, e.name)).catch(() => undefined))?.size ?? 0;
+    }
+    return bytes;
   };
 }
