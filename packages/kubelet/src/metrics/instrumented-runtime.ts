@@ -16,20 +16,54 @@ const OPERATION_NAMES: Record<string, string> = {
   updateContainerResources: 'update_container',
   podSandboxStats: 'podsandbox_stats',
   listPodSandboxStats: 'list_podsandbox_stats',
-  containerEvents: 'get_container_events',
 };
+
+/** The CRI calls (RuntimeService and ImageService); a provider's other methods are not runtime operations. */
+const CRI_METHODS = new Set([
+  'version',
+  'runPodSandbox',
+  'stopPodSandbox',
+  'removePodSandbox',
+  'podSandboxStatus',
+  'listPodSandbox',
+  'createContainer',
+  'startContainer',
+  'stopContainer',
+  'removeContainer',
+  'listContainers',
+  'containerStatus',
+  'updateContainerResources',
+  'reopenContainerLog',
+  'execSync',
+  'exec',
+  'attach',
+  'portForward',
+  'containerStats',
+  'listContainerStats',
+  'podSandboxStats',
+  'listPodSandboxStats',
+  'updateRuntimeConfig',
+  'status',
+  'runtimeConfig',
+  'updatePodSandboxResources',
+  'listImages',
+  'imageStatus',
+  'pullImage',
+  'removeImage',
+  'imageFsInfo',
+]);
 
 export function operationName(method: string): string {
   return OPERATION_NAMES[method] ?? method.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
 }
 
-/** Wraps every method of `service`; other properties pass through. */
+/** Wraps the CRI methods of `service`; everything else passes through (bound to the service). */
 export function instrumentRuntime<T extends object>(service: T, metrics: KubeletMetrics, clock: Clock): T {
   const wrapped = new Map<PropertyKey, unknown>();
   return new Proxy(service, {
     get(target, property, receiver) {
       const value = Reflect.get(target, property, receiver) as unknown;
-      if (typeof value !== 'function' || typeof property !== 'string' || property === 'containerEvents')
+      if (typeof value !== 'function' || typeof property !== 'string' || !CRI_METHODS.has(property))
         return value;
       let fn = wrapped.get(property);
       if (!fn) {
