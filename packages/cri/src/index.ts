@@ -12,3 +12,5 @@ export * from './client.js';
 export * from './helpers.js';
 export * from './probe-handler.js';
 export * from './image-ref.js';
+export * from './stats-provider.js';
+export * from './cri-stats-provider.js';

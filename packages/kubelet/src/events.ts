@@ -21,6 +21,8 @@ declare module '@nodelet/kernel' {
     '[PLEG] Container Removed': { podUid: string; containerId: string };
     '[PLEG] Container Changed': { podUid: string; containerId: string };
     '[PLEG] Health Changed': { healthy: boolean; message: string };
+    /** A relist that succeeded: when it began and how long it took (kubelet_pleg_relist_* metrics). */
+    '[PLEG] Relisted': { startedAt: number; durationMs: number };
 
     // Prober: one event per probe run. `result` is what this run found ('unknown': the check could not be
     // made); `changed` says the kubelet's view of the probe (past its thresholds) changed with it.

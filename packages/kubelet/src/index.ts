@@ -22,3 +22,5 @@ export * from './status-manager.js';
 export * from './config/index.js';
 export * from './prober/index.js';
 export * from './apiserver/index.js';
+export * from './metrics/index.js';
+export * from './stats/index.js';

@@ -95,6 +95,7 @@ export class GenericPleg {
   async relist(): Promise<void> {
     if (this.relisting) return;
     this.relisting = true;
+    const relistStart = this.clock.now();
     try {
       const startedAt = this.cache?.relistStarted() ?? 0;
       const [{ items: sandboxes }, { containers }] = await Promise.all([
@@ -144,6 +145,10 @@ export class GenericPleg {
       if (this.failures > 0)
         this.logger.info('PLEG relist succeeded again', { failedRelists: this.failures });
       this.failures = 0;
+      this.bus.emit('[PLEG] Relisted', {
+        startedAt: relistStart,
+        durationMs: this.clock.now() - relistStart,
+      });
       if (changedPods.size > 0) this.changes.next(changedPods);
     } catch (err) {
       this.failures++;

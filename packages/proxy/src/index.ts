@@ -21,3 +21,4 @@ export * from './endpoint-selection.js';
 export * from './api-source.js';
 export * from './api-source-plugin.js';
 export * from './render/index.js';
+export * from './metrics.js';

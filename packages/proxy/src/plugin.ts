@@ -23,6 +23,8 @@ export interface ProxyPluginConfig {
   syncPeriodMs?: number;
   fullSyncPeriodMs?: number;
   healthzBindAddress?: string;
+  /** `host:port` of /metrics; '' or absent: off (the CLI passes upstream's 127.0.0.1:10249). */
+  metricsBindAddress?: string;
   /** Services and EndpointSlices from this file or directory, when no `proxy.source` plugin is loaded. */
   services?: string;
   /** Re-read period of `services`. */
@@ -45,6 +47,7 @@ export const proxyConfigSchema = {
     syncPeriodMs: { type: 'integer', minimum: 1 },
     fullSyncPeriodMs: { type: 'integer', minimum: 1 },
     healthzBindAddress: { type: 'string' },
+    metricsBindAddress: { type: 'string' },
     services: { type: 'string', minLength: 1 },
     servicesRecheckMs: { type: 'integer', minimum: 1 },
   },
@@ -112,6 +115,7 @@ export const proxyPlugin = definePlugin<ProxyPluginConfig>({
         ...(config.syncPeriodMs !== undefined ? { syncPeriodMs: config.syncPeriodMs } : {}),
         ...(config.fullSyncPeriodMs !== undefined ? { fullSyncPeriodMs: config.fullSyncPeriodMs } : {}),
         ...(config.healthzBindAddress !== undefined ? { healthzBindAddress: config.healthzBindAddress } : {}),
+        ...(config.metricsBindAddress !== undefined ? { metricsBindAddress: config.metricsBindAddress } : {}),
       },
     );
     made.proxier = proxier;

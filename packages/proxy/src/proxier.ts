@@ -2,6 +2,7 @@ import { type Clock, errorMessage, type EventBus, type Logger } from '@nodelet/k
 import type { ProxyBackend } from './backend.js';
 import { ChangeTracker } from './change-tracker.js';
 import { HealthzServer, ProxyHealth, parseBindAddress } from './health.js';
+import { MetricsServer, ProxyMetrics } from './metrics.js';
 import type { EndpointSlice, Service } from './objects.js';
 import type { ProxySource, ProxySourceHandler } from './source.js';
 import { type ChangeSet, type NodeContext, type ProxyState, type SyncResult } from './state.js';
@@ -17,6 +18,8 @@ export interface ProxierOptions {
   fullSyncPeriodMs?: number;
   /** `host:port` of /healthz; '' disables it. Default 127.0.0.1:10256. */
   healthzBindAddress?: string;
+  /** `host:port` of /metrics (and /healthz); '' or absent disables it. Upstream's default: 127.0.0.1:10249. */
+  metricsBindAddress?: string;
 }
 
 export interface ProxierDeps {
@@ -54,7 +57,11 @@ export class Proxier {
   readonly tracker: ChangeTracker;
   readonly health: ProxyHealth;
   readonly runner: SyncRunner;
+  /** This proxy's metrics (its own registry), fed from the bus. */
+  readonly metrics: ProxyMetrics;
   private readonly healthz: HealthzServer;
+  private readonly metricsServer: MetricsServer;
+  private metricsInfo: { address: string; port: number } | undefined;
   private healthzInfo: { address: string; port: number } | undefined;
   private readonly minSync: number;
   private readonly syncPeriod: number;
@@ -77,6 +84,8 @@ export class Proxier {
     this.tracker = new ChangeTracker(options.node, deps.logger.child('tracker'), deps.bus);
     this.health = new ProxyHealth(deps.clock, 2 * this.syncPeriod, deps.backend.name);
     this.healthz = new HealthzServer(this.health, deps.clock, deps.logger);
+    this.metrics = new ProxyMetrics(deps.bus);
+    this.metricsServer = new MetricsServer(this.metrics, this.health, deps.clock, deps.logger);
     this.runner = new SyncRunner(() => this.syncOnce().then(() => undefined), {
       minIntervalMs: this.minSync,
       maxIntervalMs: this.syncPeriod,
@@ -103,6 +112,11 @@ export class Proxier {
     return this.healthzInfo;
   }
 
+  /** Where /metrics listens, once started (undefined when disabled). */
+  get metricsAddress(): { address: string; port: number } | undefined {
+    return this.metricsInfo;
+  }
+
   get backendName(): string {
     return this.deps.backend.name;
   }
@@ -121,6 +135,12 @@ export class Proxier {
       const { host, port } = parseBindAddress(bind, 'healthzBindAddress');
       const info = await this.healthz.listen(host, port);
       this.healthzInfo = { address: info.address, port: info.port };
+    }
+    const metricsBind = this.options.metricsBindAddress ?? '';
+    if (metricsBind !== '') {
+      const { host, port } = parseBindAddress(metricsBind, 'metricsBindAddress');
+      const info = await this.metricsServer.listen(host, port);
+      this.metricsInfo = { address: info.address, port: info.port };
     }
     // While the source lists (which takes a while), the backend starts what its first sync will use
     // (the iptables back end's detection, a shell for the first restore); a sync that begins before
@@ -141,6 +161,7 @@ export class Proxier {
     await this.deps.source?.stop();
     await this.runner.stop();
     await this.healthz.close();
+    await this.metricsServer.close();
     await this.deps.backend.stop?.();
   }
 

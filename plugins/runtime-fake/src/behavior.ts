@@ -1,10 +1,11 @@
 import type { ProbeType } from '@nodelet/cri';
+import { milliCpu, quantityValue } from '@nodelet/api';
 import { invalidInput } from '@nodelet/kernel';
 
 /**
  * How a fake container behaves. Scripted per container by a pod annotation
  * (`runtime-fake.nodelet.dev/<container-name>` or `runtime-fake.nodelet.dev/all`, value e.g.
- * `exitAfter=5s,exitCode=1`) or by `FakeRuntime.script(...)`. A container without a behaviour starts
+ * `exitAfter=5s,exitCode=1`, or `cpu=250m,memory=100Mi` for simulated usage) or by `FakeRuntime.script(...)`. A container without a behaviour starts
  * at once, runs until it is stopped, and exits 143 on SIGTERM.
  */
 export interface ContainerBehavior {
@@ -45,6 +46,13 @@ export interface ContainerBehavior {
   probeFailAfter?: number;
   /** A failing probe times out (after its timeoutSeconds, on the clock); alone: every probe times out. */
   probeTimeout?: boolean;
+  // Simulated resource usage (stats-api.ts), so that eviction and `kubectl top` can be tested:
+  /** CPU the running process uses, in millicores (`cpu=250m`); cumulative usage advances on the clock. */
+  cpuMillicores?: number;
+  /** Memory working set of the running process, in bytes (`memory=100Mi`). */
+  memoryBytes?: number;
+  /** Bytes the container wrote to its writable layer (`disk=1Gi`). */
+  diskBytes?: number;
 }
 
 /** Annotation key prefix; the rest of the key is a container name or `all`. */
@@ -52,7 +60,7 @@ export const BEHAVIOR_ANNOTATION_PREFIX = 'runtime-fake.nodelet.dev/';
 /** The annotation name suffix that applies to every container of the pod. */
 export const ALL_CONTAINERS = 'all';
 
-type Kind = 'duration' | 'code' | 'bool' | 'text' | 'count';
+type Kind = 'duration' | 'code' | 'bool' | 'text' | 'count' | 'cpu' | 'bytes';
 const FIELDS: Record<string, { field: keyof ContainerBehavior; kind: Kind }> = {
   startDelay: { field: 'startDelayMs', kind: 'duration' },
   exitAfter: { field: 'exitAfterMs', kind: 'duration' },
@@ -72,6 +80,9 @@ const FIELDS: Record<string, { field: keyof ContainerBehavior; kind: Kind }> = {
   startupFail: { field: 'startupFail', kind: 'bool' },
   probeFailAfter: { field: 'probeFailAfter', kind: 'count' },
   probeTimeout: { field: 'probeTimeout', kind: 'bool' },
+  cpu: { field: 'cpuMillicores', kind: 'cpu' },
+  memory: { field: 'memoryBytes', kind: 'bytes' },
+  disk: { field: 'diskBytes', kind: 'bytes' },
 };
 
 /** The behaviour fields that script probes (the rest script the process). */
@@ -175,9 +186,29 @@ export function parseBehavior(text: string): ContainerBehavior {
         if (value === undefined) throw invalidInput(`"${key}" needs a value, e.g. ${key}="some text"`);
         behavior[spec.field] = value;
         break;
+      case 'cpu':
+      case 'bytes': {
+        const amount = value === undefined ? undefined : parseUsage(value, spec.kind);
+        if (amount === undefined) {
+          const example = spec.kind === 'cpu' ? '250m or 1.5' : '100Mi or 1G';
+          throw invalidInput(`"${key}" takes a quantity such as ${example}, not "${value ?? ''}"`);
+        }
+        behavior[spec.field] = amount;
+        break;
+      }
     }
   }
   return behavior as ContainerBehavior;
+}
+
+/** A non-negative quantity in millicores (cpu) or bytes; undefined when it does not parse. */
+function parseUsage(text: string, kind: 'cpu' | 'bytes'): number | undefined {
+  try {
+    const amount = kind === 'cpu' ? milliCpu(text) : quantityValue(text);
+    return Number.isFinite(amount) && amount >= 0 ? amount : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Checks a behaviour given as an object (from `script()`), with the same rules as the text form. */
@@ -193,7 +224,7 @@ export function validateBehavior(b: ContainerBehavior): ContainerBehavior {
           ? typeof value === 'string'
           : spec.kind === 'duration'
             ? typeof value === 'number' && Number.isFinite(value) && value >= 0
-            : spec.kind === 'count'
+            : spec.kind === 'count' || spec.kind === 'cpu' || spec.kind === 'bytes'
               ? Number.isInteger(value) && value >= 0
               : Number.isInteger(value) && value >= 0 && value <= 255;
     if (!ok) throw invalidInput(`behaviour field "${key}" has an invalid value ${JSON.stringify(value)}`);
@@ -237,7 +268,18 @@ export interface ResolvedBehavior {
   readonly stderr: string | undefined;
   /** Undefined: every probe succeeds. */
   readonly probes: ProbeScript | undefined;
+  /** Simulated usage while running; zero when not scripted. */
+  readonly usage: SimulatedUsage;
 }
+
+/** What a running fake container uses, as its stats report it. */
+export interface SimulatedUsage {
+  readonly cpuMillicores: number;
+  readonly memoryBytes: number;
+  readonly diskBytes: number;
+}
+
+export const NO_USAGE: SimulatedUsage = Object.freeze({ cpuMillicores: 0, memoryBytes: 0, diskBytes: 0 });
 
 /** How a container answers its probes, worked out from the probe fields. */
 export interface ProbeScript {
@@ -267,6 +309,7 @@ export const PLAIN_BEHAVIOR: ResolvedBehavior = Object.freeze({
   stdout: undefined,
   stderr: undefined,
   probes: undefined,
+  usage: NO_USAGE,
 });
 
 const TYPE_FIELDS = [
@@ -304,5 +347,13 @@ export function resolveBehavior(layers: readonly ContainerBehavior[]): ResolvedB
     stdout: b.stdout,
     stderr: b.stderr,
     probes: resolveProbeScript(b),
+    usage:
+      b.cpuMillicores || b.memoryBytes || b.diskBytes
+        ? {
+            cpuMillicores: b.cpuMillicores ?? 0,
+            memoryBytes: b.memoryBytes ?? 0,
+            diskBytes: b.diskBytes ?? 0,
+          }
+        : NO_USAGE,
   };
 }

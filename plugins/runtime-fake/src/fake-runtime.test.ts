@@ -207,6 +207,31 @@ test('stats answer with identities and zero usage', async (t) => {
   t.is((await runtime.listPodSandboxStats({})).stats.length, 1);
 });
 
+test('simulated usage from the pod annotation: cumulative CPU advances on the clock, memory and disk as set', async (t) => {
+  const { clock, runtime } = setup();
+  const pod = await runPod(runtime, 'p', { annotations: behave('app', 'cpu=250m,memory=100Mi,disk=1Mi') });
+  const id = await startContainer(runtime, pod, 'app');
+  await startContainer(runtime, pod, 'idle');
+  await clock.advance(10_000);
+  const { stats } = await runtime.containerStats({ containerId: id });
+  // 0.25 core for 10 s (creation stamps are kept strictly increasing, a nanosecond apart)
+  const near = (ns: bigint | undefined, want: bigint) => ns !== undefined && ns > want - 1000n && ns <= want;
+  t.true(near(stats?.cpu?.usageCoreNanoSeconds?.value, 2_500_000_000n));
+  t.is(stats?.cpu?.usageNanoCores?.value, 250_000_000n);
+  t.is(stats?.memory?.workingSetBytes?.value, 100n * 1024n * 1024n);
+  t.is(stats?.writableLayer?.usedBytes?.value, 1024n * 1024n);
+  const sandbox = (await runtime.podSandboxStats({ podSandboxId: pod })).stats!;
+  t.true(near(sandbox.linux?.cpu?.usageCoreNanoSeconds?.value, 2_500_000_000n));
+  t.is(sandbox.linux?.memory?.workingSetBytes?.value, 100n * 1024n * 1024n);
+  t.is(sandbox.linux?.containers.length, 2);
+});
+
+test('a usage annotation that does not parse is refused naming the key', async (t) => {
+  const { runtime } = setup();
+  const err = await t.throwsAsync(runPod(runtime, 'p', { annotations: behave('app', 'memory=lots') }));
+  t.regex(err!.message, /"memory" takes a quantity such as 100Mi/);
+});
+
 test('behaviour annotations on the container config work too; resources updates show in status', async (t) => {
   const { clock, runtime } = setup();
   const pod = await runPod(runtime, 'p');

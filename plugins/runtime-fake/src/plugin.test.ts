@@ -1,9 +1,9 @@
 import test from 'ava';
 import { ConfigError, createLogger, Kernel, MemorySink, VirtualClock } from '@nodelet/kernel';
-import { CriImage, CriRuntime, ProbeHandlerCapability } from '@nodelet/cri';
+import { CriImage, CriRuntime, ProbeHandlerCapability, StatsProviderCapability } from '@nodelet/cri';
 import { FakeRuntime } from './fake-runtime.js';
 import { runtimeFakePlugin } from './plugin.js';
-import { runPod, startContainer } from './fixtures.js';
+import { behave, runPod, startContainer } from './fixtures.js';
 
 const kernelWith = (config?: unknown) => {
   const clock = new VirtualClock();
@@ -55,9 +55,29 @@ test('the manifest declares what the linker needs', (t) => {
   t.is(manifest.name, 'runtime-fake');
   t.deepEqual(
     manifest.provides.map((c) => c.id),
-    ['cri.runtime', 'cri.image', 'probe.handler'],
+    ['cri.runtime', 'cri.image', 'probe.handler', 'stats.provider'],
   );
   t.deepEqual(manifest.requires, []);
+});
+
+test('provides stats.provider: the simulated usage of its containers, the node the sum of its pods', async (t) => {
+  const clock = new VirtualClock();
+  const kernel = new Kernel({ clock, logger: createLogger({ sink: new MemorySink().sink }) }).use(
+    runtimeFakePlugin,
+    {},
+  );
+  await kernel.start();
+  t.teardown(() => kernel.stop());
+  const runtime = kernel.get(CriRuntime) as FakeRuntime;
+  const pod = await runPod(runtime, 'p', { annotations: behave('app', 'cpu=2,memory=1Gi') });
+  await startContainer(runtime, pod, 'app');
+  await clock.advance(5_000);
+  const snapshot = await kernel.get(StatsProviderCapability).snapshot();
+  t.is(snapshot.pods.length, 1);
+  t.is(snapshot.pods[0]!.containers[0]!.memory?.workingSetBytes, 2 ** 30);
+  t.is(snapshot.node.memory?.workingSetBytes, 2 ** 30);
+  t.is(snapshot.node.cpu?.usageNanoCores, 2e9);
+  t.true(Math.abs((snapshot.node.cpu?.usageCoreNanoSeconds ?? 0) - 10e9) < 1e3, '2 cores for 5 s');
 });
 
 test('provides probe.handler for httpGet, tcpSocket and grpc: the pod IPs it hands out reach no host', async (t) => {

@@ -1,5 +1,11 @@
 import { ConfigError, definePlugin, errorMessage } from '@nodelet/kernel';
-import { CriImage, CriRuntime, ProbeHandlerCapability } from '@nodelet/cri';
+import {
+  CriImage,
+  CriRuntime,
+  CriStatsProvider,
+  ProbeHandlerCapability,
+  StatsProviderCapability,
+} from '@nodelet/cri';
 import { type FakeRuntimeConfig, fakeRuntimeConfigSchema } from './config.js';
 import { FakeRuntime } from './fake-runtime.js';
 import { fakeProbeHandlers } from './probes.js';
@@ -7,7 +13,8 @@ import { fakeProbeHandlers } from './probes.js';
 /**
  * The `runtime-fake` plugin: one in-memory FakeRuntime on the kernel's clock, provided as both
  * `cri.runtime` and `cri.image`, and its `httpGet`, `tcpSocket` and `grpc` probe handlers as
- * `probe.handler`: the pod IPs it hands out reach no host, so a kubelet on it answers those probes from
+ * `probe.handler`, and the simulated usage of its containers (the `cpu`, `memory`, `disk` behaviour keys)
+ * as `stats.provider` — the node's usage is the sum of its pods'. The pod IPs it hands out reach no host, so a kubelet on it answers those probes from
  * the containers' scripts (probes.ts) instead of opening sockets. Tests script it through the capability:
  *
  *     const runtime = kernel.get(CriRuntime) as FakeRuntime;
@@ -18,7 +25,7 @@ export const runtimeFakePlugin = definePlugin<FakeRuntimeConfig>({
     name: 'runtime-fake',
     version: '0.1.0',
     description: 'in-memory CRI v1 runtime on the kernel clock, for tests and for simulating many nodes',
-    provides: [CriRuntime, CriImage, ProbeHandlerCapability],
+    provides: [CriRuntime, CriImage, ProbeHandlerCapability, StatsProviderCapability],
     requires: [],
     configSchema: fakeRuntimeConfigSchema,
   },
@@ -34,6 +41,7 @@ export const runtimeFakePlugin = definePlugin<FakeRuntimeConfig>({
     ctx.provide(CriRuntime, runtime);
     ctx.provide(CriImage, runtime);
     for (const handler of fakeProbeHandlers(runtime)) ctx.provide(ProbeHandlerCapability, handler);
+    ctx.provide(StatsProviderCapability, new CriStatsProvider(runtime, { clock: ctx.clock }));
     ctx.onStop(() => runtime.close());
   },
 });

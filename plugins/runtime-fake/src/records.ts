@@ -190,8 +190,13 @@ export function toContainerStatus(c: ContainerRecord): ContainerStatus {
 /** Where containerd keeps image layers: the image filesystem ImageFsInfo and stats report. */
 export const IMAGE_FS_MOUNTPOINT = '/var/lib/containerd/io.containerd.snapshotter.v1.overlayfs';
 
-/** Stats of a container: its identity and time stamps; a fake process uses no CPU or memory. */
+/**
+ * Stats of a container: its identity, time stamps and simulated usage (the behaviour's `cpu`, `memory`,
+ * `disk`). Cumulative CPU advances on the clock while the container runs, at its configured rate.
+ */
 export function toContainerStats(c: ContainerRecord, now: bigint): ContainerStats {
+  const usage = c.behavior.usage;
+  const cpu = cumulativeCpuNs(c, now);
   return ContainerStats.fromPartial({
     attributes: {
       id: c.id,
@@ -199,20 +204,49 @@ export function toContainerStats(c: ContainerRecord, now: bigint): ContainerStat
       labels: c.config.labels,
       annotations: c.config.annotations,
     },
-    cpu: { timestamp: now, usageCoreNanoSeconds: { value: 0n }, usageNanoCores: { value: 0n } },
-    memory: { timestamp: now, workingSetBytes: { value: 0n } },
+    cpu: {
+      timestamp: now,
+      usageCoreNanoSeconds: { value: cpu },
+      usageNanoCores: { value: running(c) ? BigInt(usage.cpuMillicores) * 1_000_000n : 0n },
+    },
+    memory: {
+      timestamp: now,
+      workingSetBytes: { value: running(c) ? BigInt(usage.memoryBytes) : 0n },
+      usageBytes: { value: running(c) ? BigInt(usage.memoryBytes) : 0n },
+      rssBytes: { value: running(c) ? BigInt(usage.memoryBytes) : 0n },
+      availableBytes: { value: 0n },
+      pageFaults: { value: 0n },
+      majorPageFaults: { value: 0n },
+    },
     writableLayer: {
       timestamp: now,
       fsId: { mountpoint: IMAGE_FS_MOUNTPOINT },
-      usedBytes: { value: 0n },
-      inodesUsed: { value: 0n },
+      usedBytes: { value: BigInt(usage.diskBytes) },
+      inodesUsed: { value: usage.diskBytes > 0 ? 1n : 0n },
     },
   });
 }
 
-/** Stats of a sandbox and its running containers. */
+function running(c: ContainerRecord): boolean {
+  return c.state === ContainerState.CONTAINER_RUNNING;
+}
+
+/** CPU time used so far: the configured rate times the time the container ran (until it exited). */
+function cumulativeCpuNs(c: ContainerRecord, now: bigint): bigint {
+  const millicores = BigInt(c.behavior.usage.cpuMillicores);
+  if (millicores === 0n || c.state === ContainerState.CONTAINER_CREATED) return 0n;
+  const end = running(c) ? now : c.finishedAt > c.startedAt ? c.finishedAt : c.startedAt;
+  return end > c.startedAt ? ((end - c.startedAt) * millicores) / 1000n : 0n;
+}
+
+/** Stats of a sandbox and its running containers; the pod's usage is the sum of theirs. */
 export function toPodSandboxStats(s: SandboxRecord, now: bigint): PodSandboxStats {
-  const stats = PodSandboxStats.fromPartial({
+  const containers: ContainerStats[] = [];
+  for (const c of s.containers) if (running(c)) containers.push(toContainerStats(c, now));
+  const sum = (pick: (c: ContainerStats) => bigint | undefined) =>
+    containers.reduce((total, c) => total + (pick(c) ?? 0n), 0n);
+  const workingSet = sum((c) => c.memory?.workingSetBytes?.value);
+  return PodSandboxStats.fromPartial({
     attributes: {
       id: s.id,
       metadata: s.metadata,
@@ -220,14 +254,24 @@ export function toPodSandboxStats(s: SandboxRecord, now: bigint): PodSandboxStat
       annotations: s.config.annotations,
     },
     linux: {
-      cpu: { timestamp: now, usageCoreNanoSeconds: { value: 0n }, usageNanoCores: { value: 0n } },
-      memory: { timestamp: now, workingSetBytes: { value: 0n } },
+      cpu: {
+        timestamp: now,
+        usageCoreNanoSeconds: { value: sum((c) => c.cpu?.usageCoreNanoSeconds?.value) },
+        usageNanoCores: { value: sum((c) => c.cpu?.usageNanoCores?.value) },
+      },
+      memory: {
+        timestamp: now,
+        workingSetBytes: { value: workingSet },
+        usageBytes: { value: workingSet },
+        rssBytes: { value: workingSet },
+      },
+      network: {
+        timestamp: now,
+        defaultInterface: { name: 'eth0', rxBytes: { value: 0n }, txBytes: { value: 0n } },
+      },
+      containers,
     },
   });
-  for (const c of s.containers) {
-    if (c.state === ContainerState.CONTAINER_RUNNING) stats.linux!.containers.push(toContainerStats(c, now));
-  }
-  return stats;
 }
 
 export function containerStateName(state: ContainerState): string {

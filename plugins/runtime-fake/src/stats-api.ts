@@ -1,4 +1,4 @@
-/** The fake runtime's CRI stats calls: identities and time stamps; usage is zero. */
+/** The fake runtime's CRI stats calls: identities, time stamps and the simulated usage of behaviours. */
 import {
   type ContainerFilter,
   ContainerState,

@@ -1,1 +1,3 @@
 export * from './http-fuzz.js';
+export * from './prom-text.js';
+export * from './json-schema.js';

@@ -1,0 +1,116 @@
+/**
+ * What a real host adds to the CRI stats: the node's file system (statfs of the kubelet's root dir),
+ * the image file system (CRI ImageFsInfo), a pod's network from its sandbox's network namespace
+ * (/proc/<sandbox pid>/net/dev, the pid from containerd's verbose PodSandboxStatus) when the runtime
+ * does not report it, and the kubelet's own cgroup as the `kubelet` system container.
+ */
+import { readdir, readFile, stat, statfs } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { FsStats, ImageService, RuntimeService, ContainerSummaryStats } from '@nodelet/cri';
+import { cgroupLocation, readCgroupUsage, readNetDev, type NetDevCounters } from './cgroup-reader.js';
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** statfs of `path` as the Summary API's FsStats. */
+export async function fsStatsOf(path: string, nowMs: number): Promise<FsStats> {
+  const s = await statfs(path);
+  return {
+    time: iso(nowMs),
+    availableBytes: s.bavail * s.bsize,
+    capacityBytes: s.blocks * s.bsize,
+    usedBytes: (s.blocks - s.bfree) * s.bsize,
+    inodesFree: s.ffree,
+    inodes: s.files,
+    inodesUsed: s.files - s.ffree,
+  };
+}
+
+/** The image file system as the runtime reports it (first entry), with capacity from statfs. */
+export async function imageFsStats(images: ImageService, nowMs: number): Promise<FsStats | undefined> {
+  const { imageFilesystems } = await images.imageFsInfo({});
+  const first = imageFilesystems[0];
+  if (!first) return undefined;
+  const stats: FsStats = {
+    time: iso(nowMs),
+    usedBytes: Number(first.usedBytes?.value ?? 0n),
+    inodesUsed: Number(first.inodesUsed?.value ?? 0n),
+  };
+  const mountpoint = first.fsId?.mountpoint;
+  if (mountpoint) {
+    const fs = await fsStatsOf(mountpoint, nowMs).catch(() => undefined);
+    if (fs) Object.assign(stats, { availableBytes: fs.availableBytes, capacityBytes: fs.capacityBytes });
+  }
+  return stats;
+}
+
+/** The pid of a sandbox from the runtime's verbose status (`info.info` JSON with `pid`, as containerd). */
+export async function sandboxPid(runtime: RuntimeService, podSandboxId: string): Promise<number | undefined> {
+  const { info } = await runtime.podSandboxStatus({ podSandboxId, verbose: true });
+  const text = info['info'];
+  if (!text) return undefined;
+  try {
+    const pid = (JSON.parse(text) as { pid?: unknown }).pid;
+    return typeof pid === 'number' && pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Interfaces of a sandbox's network namespace, or undefined when it cannot be read. */
+export function sandboxNetDev(runtime: RuntimeService, procRoot = '/proc') {
+  return async (podSandboxId: string): Promise<NetDevCounters[] | undefined> => {
+    const pid = await sandboxPid(runtime, podSandboxId).catch(() => undefined);
+    return pid === undefined ? undefined : readNetDev(pid, procRoot);
+  };
+}
+
+/** The cgroup path of this process for a v1 controller (or the v2 path, `0::`). */
+export async function ownCgroupPath(controller: string, procRoot = '/proc'): Promise<string | undefined> {
+  const text = await readFile(`${procRoot}/self/cgroup`, 'utf8').catch(() => '');
+  for (const line of text.split('\n')) {
+    const [, controllers, path] = /^\d+:([^:]*):(.*)$/.exec(line) ?? [];
+    if (controllers !== undefined && controllers.split(',').includes(controller)) return path;
+  }
+  return undefined;
+}
+
+/** The kubelet's own usage as the `kubelet` system container (v1 controllers; hybrid hosts have them). */
+export async function kubeletSystemContainer(
+  startMs: number,
+  nowMs: number,
+  cgroupRoot = '/sys/fs/cgroup',
+): Promise<ContainerSummaryStats | undefined> {
+  const [cpuPath, memPath] = await Promise.all([ownCgroupPath('cpuacct'), ownCgroupPath('memory')]);
+  if (cpuPath === undefined || memPath === undefined) return undefined;
+  const cpu = await readCgroupUsage(cgroupLocation(1, cgroupRoot, cpuPath));
+  const mem = await readCgroupUsage(cgroupLocation(1, cgroupRoot, memPath));
+  return {
+    name: 'kubelet',
+    startTime: iso(startMs),
+    cpu: {
+      time: iso(nowMs),
+      ...(cpu.cpuUsageNs !== undefined ? { usageCoreNanoSeconds: cpu.cpuUsageNs } : {}),
+    },
+    memory: {
+      time: iso(nowMs),
+      ...(mem.memoryUsageBytes !== undefined ? { usageBytes: mem.memoryUsageBytes } : {}),
+      ...(mem.memoryWorkingSetBytes !== undefined ? { workingSetBytes: mem.memoryWorkingSetBytes } : {}),
+      ...(mem.memoryRssBytes !== undefined ? { rssBytes: mem.memoryRssBytes } : {}),
+    },
+  };
+}
+
+/** Bytes under `<podLogsDir>/<ns>_<name>_<uid>/<container>/` (every attempt's log), as upstream counts logs. */
+export function containerLogsUsage(podLogsDir: string) {
+  return async (pod: { name: string; namespace: string; uid: string }, container: string) => {
+    const dir = join(podLogsDir, `${pod.namespace}_${pod.name}_${pod.uid}`, container);
+    const entries = await readdir(dir, { withFileTypes: true }).catch(() => undefined);
+    if (!entries) return undefined;
+    let bytes = 0;
+    for (const e of entries) {
+      if (!e.isFile()) continue;
+      bytes += (await stat(join(dir, e.name)).catch(() => undefined))?.size ?? 0;
+    }
+    return bytes;
+  };
+}
