@@ -575,8 +575,12 @@ test('the kubelet API listens on 0.0.0.0 when it is authenticated and authorized
   // A KubeletConfiguration's defaults: anonymous off, Webhook authorization — upstream's 0.0.0.0.
   t.is(resolveKubeletSetup({ config: join(dir, 'kubelet.yaml') }, env(dir)).kubelet.address, '0.0.0.0');
   const sink = new MemorySink();
-  // The flags' defaults: anonymous on, AlwaysAllow — kept on loopback, and said so.
+  // The flags' defaults: anonymous on, AlwaysAllow — kept on loopback; said so when the node joins a
+  // cluster, whose API server then cannot reach it.
   t.is(resolveKubeletSetup({}, env(dir, sink)).kubelet.address, '127.0.0.1');
+  t.is(sink.find('listens on 127.0.0.1 only').length, 0);
+  const joined = resolveKubeletSetup({ kubeconfig: join(dir, 'kubeconfig') }, env(dir, sink));
+  t.is(joined.kubelet.address, '127.0.0.1');
   t.is(sink.find('listens on 127.0.0.1 only').length, 1);
   t.is(resolveKubeletSetup({ authorizationMode: 'Webhook' }, env(dir)).kubelet.address, '0.0.0.0');
   t.is(resolveKubeletSetup({ address: '0.0.0.0' }, env(dir)).kubelet.address, '0.0.0.0');

@@ -225,7 +225,7 @@ export function resolveKubeletSetup(flags: KubeletFlags, env: SetupEnv): Kubelet
   const apiServer = apiServerOptions(flags, fromCwd, kc);
   if (apiServer) kubelet.apiServer = apiServer;
   kubelet.server = serverConfig(flags, fromCwd, kc, config?.kubeletPath, kubelet.rootDir);
-  if (!addressGiven) kubelet.address = defaultAddress(kubelet.server, env.logger);
+  if (!addressGiven) kubelet.address = defaultAddress(kubelet.server, env.logger, apiServer !== undefined);
   if (!apiServer && kubelet.server.enableServer !== false) {
     const { authentication, authorization } = kubelet.server;
     if (authorization.mode === 'Webhook' || authentication.webhook.enabled) {
@@ -263,10 +263,15 @@ export function resolveKubeletSetup(flags: KubeletFlags, env: SetupEnv): Kubelet
  * too when the API is authenticated and authorized; with the flags' defaults (anonymous requests allowed
  * everything) it stays on loopback, rather than open the node's logs and exec to the network.
  */
-function defaultAddress(server: NonNullable<KubeletPluginConfig['server']>, logger: Logger): string {
+function defaultAddress(
+  server: NonNullable<KubeletPluginConfig['server']>,
+  logger: Logger,
+  joined: boolean,
+): string {
   const open = server.authentication.anonymous.enabled && server.authorization.mode === 'AlwaysAllow';
   if (!open || server.enableServer === false) return '0.0.0.0';
-  logger.info(
+  // Joined, the API server cannot reach a loopback kubelet (kubectl logs, exec): say so by default.
+  logger[joined ? 'warn' : 'debug'](
     'the kubelet API allows anonymous requests everything (--anonymous-auth, --authorization-mode AlwaysAllow), so it listens on 127.0.0.1 only; set --address to listen elsewhere, or secure it with --client-ca-file, --anonymous-auth=false and --authorization-mode Webhook (the defaults of a KubeletConfiguration file)',
   );
   return DEFAULT_ADDRESS;

@@ -77,6 +77,7 @@ export interface ProxySection {
   nodeIPs?: string[];
   clusterCIDR?: string;
   healthzBindAddress?: string;
+  metricsBindAddress?: string;
   nodePortAddresses?: string[];
   masqueradeAll?: boolean;
   minSyncPeriod?: Duration;
@@ -134,6 +135,7 @@ export const proxySectionSchema = {
     nodeIPs: { type: 'array', items: { type: 'string' } },
     clusterCIDR: { type: 'string' },
     healthzBindAddress: { type: 'string', description: 'host:port of /healthz; "" disables it' },
+    metricsBindAddress: { type: 'string', description: 'host:port of /metrics; "" disables it' },
     nodePortAddresses: { type: 'array', items: { type: 'string' } },
     masqueradeAll: { type: 'boolean' },
     ...syncPeriods,

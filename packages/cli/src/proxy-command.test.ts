@@ -54,6 +54,7 @@ test('flags: mode, durations, back end; bad values are one clear line', async (t
   t.is(setup.proxy.nodeName, 'node-a');
   t.deepEqual(setup.proxy.nodeIPs, ['10.0.0.5']);
   t.is(setup.proxy.healthzBindAddress, '127.0.0.1:10256');
+  t.is(setup.proxy.metricsBindAddress, '127.0.0.1:10249');
   await t.throwsAsync(
     () => resolveProxySetup(parseProxyArgs(['--mode', 'iptables', '--iptables-backend', 'xt']), logger),
     {

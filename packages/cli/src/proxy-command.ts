@@ -43,6 +43,7 @@ Flags:
   --cluster-cidr CIDR            pod CIDR; traffic to a ClusterIP from outside it is masqueraded
   --masquerade-all               masquerade all traffic to services
   --healthz-bind-address H:P     /healthz address (default 127.0.0.1:10256; "" disables it)
+  --metrics-bind-address H:P     /metrics address (default 127.0.0.1:10249; "" disables it)
   --min-sync-period D            at most one sync per D (default 1s)
   --sync-period D                a sync at least every D (default 30s)
   --iptables-backend B           auto | nft | legacy (default auto: as the host's existing rules)
@@ -76,6 +77,7 @@ const options = {
   'cluster-cidr': { type: 'string' },
   'masquerade-all': { type: 'boolean' },
   'healthz-bind-address': { type: 'string' },
+  'metrics-bind-address': { type: 'string' },
   'min-sync-period': { type: 'string' },
   'sync-period': { type: 'string' },
   'iptables-backend': { type: 'string' },
@@ -130,6 +132,7 @@ const KUBE_PROXY_FIELDS = new Set([
   'clusterCIDR',
   'hostnameOverride',
   'healthzBindAddress',
+  'metricsBindAddress',
   'nodePortAddresses',
   'iptables',
   'nftables',
@@ -148,6 +151,7 @@ interface FileValues {
   nodeIPs?: string[];
   clusterCIDR?: string;
   healthzBindAddress?: string;
+  metricsBindAddress?: string;
   nodePortAddresses?: string[];
   masqueradeAll?: boolean;
   masqueradeBit?: number;
@@ -191,6 +195,7 @@ async function readConfig(path: string, logger: Logger, seen = new Set<string>()
       ...(doc.hostnameOverride ? { nodeName: String(doc.hostnameOverride) } : {}),
       ...(doc.clusterCIDR ? { clusterCIDR: String(doc.clusterCIDR).split(',')[0]! } : {}),
       ...(typeof doc.healthzBindAddress === 'string' ? { healthzBindAddress: doc.healthzBindAddress } : {}),
+      ...(typeof doc.metricsBindAddress === 'string' ? { metricsBindAddress: doc.metricsBindAddress } : {}),
       ...(Array.isArray(doc.nodePortAddresses)
         ? { nodePortAddresses: doc.nodePortAddresses.filter((a: string) => a !== 'primary') }
         : {}),
@@ -232,6 +237,7 @@ async function readConfig(path: string, logger: Logger, seen = new Set<string>()
       ...(p.nodeIPs ? { nodeIPs: p.nodeIPs } : {}),
       ...(p.clusterCIDR ? { clusterCIDR: p.clusterCIDR } : {}),
       ...(p.healthzBindAddress !== undefined ? { healthzBindAddress: p.healthzBindAddress } : {}),
+      ...(p.metricsBindAddress !== undefined ? { metricsBindAddress: p.metricsBindAddress } : {}),
       ...(p.nodePortAddresses ? { nodePortAddresses: p.nodePortAddresses } : {}),
       ...((p.masqueradeAll ?? p.iptables?.masqueradeAll) !== undefined
         ? { masqueradeAll: (p.masqueradeAll ?? p.iptables?.masqueradeAll)! }
@@ -294,6 +300,8 @@ export interface ProxySetupContext {
   allowNone?: boolean;
   /** /healthz address when neither flag nor file sets it. Default 127.0.0.1:10256. */
   healthzBindAddress?: string;
+  /** /metrics address when neither flag nor file sets it. Default 127.0.0.1:10249. */
+  metricsBindAddress?: string;
   /** Whether a kernel tool is installed (a test seam; default: looked up in the system PATH). */
   has?: (command: string) => boolean;
 }
@@ -376,6 +384,8 @@ export async function resolveProxySetup(
     nodeIPs,
     healthzBindAddress:
       f['healthz-bind-address'] ?? file.healthzBindAddress ?? context.healthzBindAddress ?? '127.0.0.1:10256',
+    metricsBindAddress:
+      f['metrics-bind-address'] ?? file.metricsBindAddress ?? context.metricsBindAddress ?? '127.0.0.1:10249',
     ...((f['cluster-cidr'] ?? file.clusterCIDR)
       ? { clusterCIDR: (f['cluster-cidr'] ?? file.clusterCIDR)! }
       : {}),
@@ -447,6 +457,7 @@ export async function runProxy(
     ...(setup.modeReason ? { modeChosenBecause: setup.modeReason } : {}),
     node: setup.proxy.nodeName,
     healthz: setup.proxy.healthzBindAddress || 'disabled',
+    metrics: setup.proxy.metricsBindAddress || 'disabled',
     ...(setup.proxy.services ? { services: setup.proxy.services } : {}),
     ...(setup.api?.kubeconfig ? { kubeconfig: setup.api.kubeconfig } : {}),
     ...(setup.api?.master ? { master: setup.api.master } : {}),

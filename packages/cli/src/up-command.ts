@@ -281,7 +281,12 @@ async function resolveUpProxy(
     },
     logger,
     // Several clusters may run on one host (tests do): /healthz on a free port unless configured.
-    { modeFlag: '--proxy-mode', allowNone: true, healthzBindAddress: '127.0.0.1:0' },
+    {
+      modeFlag: '--proxy-mode',
+      allowNone: true,
+      healthzBindAddress: '127.0.0.1:0',
+      metricsBindAddress: '127.0.0.1:0',
+    },
   );
   if (setup.mode === 'none') return undefined;
   // A mode that names a plugin package is loaded now, so a typo fails before anything starts.

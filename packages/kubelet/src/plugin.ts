@@ -1,7 +1,8 @@
-import { CriImage, CriRuntime } from '@nodelet/cri';
+import { CriImage, CriRuntime, StatsProviderCapability } from '@nodelet/cri';
 import { defineCapability, definePlugin } from '@nodelet/kernel';
 import { VolumePluginCapability } from '@nodelet/volume';
 import { Kubelet, type KubeletOptions } from './kubelet.js';
+import { createKubeletObservability } from './metrics/observability.js';
 import { ProbeHandlerCapability } from './prober/index.js';
 import {
   type KubeletServerConfig,
@@ -58,13 +59,33 @@ export const kubeletPlugin = definePlugin<KubeletPluginConfig>({
     provides: [KubeletCapability, KubeletServerCapability],
     requires: [CriRuntime, CriImage],
     // Probe handlers and volume plugins of plugins (a new kind, or a replacement of a built-in one).
-    optional: [ProbeHandlerCapability, VolumePluginCapability],
+    // Stats: a runtime's simulated or native provider; without one, the host's cgroups and file systems.
+    optional: [ProbeHandlerCapability, VolumePluginCapability, StatsProviderCapability],
   },
   register(ctx) {
-    const kubelet = new Kubelet(
+    const observability = createKubeletObservability(
       {
+        bus: ctx.bus,
+        clock: ctx.clock,
         runtime: ctx.get(CriRuntime),
         images: ctx.get(CriImage),
+        stats: ctx.getOptional(StatsProviderCapability),
+      },
+      {
+        nodeName: ctx.config.nodeName,
+        rootDir: ctx.config.rootDir,
+        ...(ctx.config.podLogsDir ? { podLogsDir: ctx.config.podLogsDir } : {}),
+        podRef: (uid) => {
+          const meta = kubelet.podManager.get(uid)?.metadata;
+          return meta ? { name: meta.name ?? '', namespace: meta.namespace ?? 'default' } : undefined;
+        },
+      },
+    );
+    const kubelet = new Kubelet(
+      {
+        // Wrapped: every CRI call counts in kubelet_runtime_operations_*.
+        runtime: observability.runtime,
+        images: observability.images,
         bus: ctx.bus,
         clock: ctx.clock,
         logger: ctx.logger,
@@ -82,6 +103,15 @@ export const kubeletPlugin = definePlugin<KubeletPluginConfig>({
       configz: () => kubeletConfigz(ctx.config),
       logDir: ctx.config.server?.logDir,
     });
+    for (const route of observability.routes) {
+      // Upstream's read-only port serves the metrics and stats too.
+      routes.addRoute({
+        path: route.path,
+        methods: ['GET', 'HEAD'],
+        readOnly: true,
+        handler: (req, res) => route.handle(req, res),
+      });
+    }
     let servers: KubeletServers | undefined;
     ctx.provide(KubeletServerCapability, {
       routes,
@@ -107,6 +137,7 @@ export const kubeletPlugin = definePlugin<KubeletPluginConfig>({
       await servers?.close();
       servers = undefined;
       await kubelet.stop();
+      observability.stop();
     });
   },
 });

@@ -176,6 +176,8 @@ ports: [{name: http, port: ${target}, protocol: TCP}]
           'userspace-1',
           '--healthz-bind-address',
           '127.0.0.1:0',
+          '--metrics-bind-address',
+          '127.0.0.1:0',
         ],
         'nodelet proxy running',
       );

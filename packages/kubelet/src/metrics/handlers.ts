@@ -12,7 +12,7 @@ import { cadvisorMetricsText, resourceMetricsText } from './stats-metrics.js';
 
 export type Handler = (req: IncomingMessage, res: ServerResponse) => Promise<void>;
 
-export interface Route {
+export interface MetricsRoute {
   path: string;
   /** Upstream's authorization subresource of the path (`nodes/metrics`, `nodes/stats`). */
   subresource: 'metrics' | 'stats';
@@ -109,7 +109,7 @@ export function withNodeName(stats: StatsProvider, nodeName: string): StatsProvi
   };
 }
 
-export function kubeletMetricsRoutes(metrics: KubeletMetrics, provider: StatsProvider): Route[] {
+export function kubeletMetricsRoutes(metrics: KubeletMetrics, provider: StatsProvider): MetricsRoute[] {
   const stats = withNodeName(provider, metrics.nodeName);
   return [
     { path: '/metrics', subresource: 'metrics', handle: registryHandler(metrics.registry) },

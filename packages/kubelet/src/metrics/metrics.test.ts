@@ -16,7 +16,7 @@ import { FakeRuntime, fakeProbeHandlers } from '@nodelet/runtime-fake';
 import { Kubelet } from '../kubelet.js';
 import { makePod, TestSource } from '../test-harness.js';
 import { HostMounter } from '../volume/index.js';
-import { instrumentRuntime, KubeletMetrics, kubeletMetricsRoutes, type Route } from './index.js';
+import { instrumentRuntime, KubeletMetrics, kubeletMetricsRoutes, type MetricsRoute } from './index.js';
 import { summarySchema } from './test-summary-schema.js';
 
 const B = 'runtime-fake.nodelet.dev/';
@@ -76,7 +76,7 @@ async function startNode(t: ExecutionContext) {
   return { clock, fake, source, metrics, bus, get, scrape };
 }
 
-function serve(routes: Route[]): Promise<Server> {
+function serve(routes: MetricsRoute[]): Promise<Server> {
   const byPath = new Map(routes.map((r) => [r.path, r]));
   const server = createServer((req, res) => {
     const route = byPath.get(new URL(req.url ?? '/', 'http://x').pathname);

@@ -8,7 +8,7 @@
 import type { ImageService, RuntimeService, StatsProvider } from '@nodelet/cri';
 import type { Clock, EventBus } from '@nodelet/kernel';
 import { hostStatsProvider } from '../stats/host-stats-provider.js';
-import { kubeletMetricsRoutes, type Route, withNodeName } from './handlers.js';
+import { kubeletMetricsRoutes, type MetricsRoute, withNodeName } from './handlers.js';
 import { instrumentRuntime } from './instrumented-runtime.js';
 import { KubeletMetrics } from './kubelet-metrics.js';
 
@@ -35,7 +35,7 @@ export interface KubeletObservability {
   runtime: RuntimeService;
   images: ImageService;
   stats: StatsProvider;
-  routes: Route[];
+  routes: MetricsRoute[];
   stop(): void;
 }
 

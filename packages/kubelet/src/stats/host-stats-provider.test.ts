@@ -22,7 +22,7 @@ async function fakeWithPod() {
   const runtime = new FakeRuntime({
     clock,
     logger: createLogger({ sink: new MemorySink().sink }),
-    config: {} as never,
+    config: { pullLatencyMs: 0 } as never,
   });
   await runtime.pullImage({ image: ImageSpec.fromPartial({ image: 'busybox:1.36' }) });
   const config = PodSandboxConfig.fromPartial({
