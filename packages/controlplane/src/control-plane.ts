@@ -14,6 +14,7 @@ import { Scheduler } from './controllers/scheduler.js';
 import { Authenticator } from './apiserver/authentication.js';
 import { ensureServiceAccountKey } from './serviceaccount/signing-key.js';
 import { ServiceAccountTokens } from './serviceaccount/tokens.js';
+import { KubeletClient } from './apiserver/kubelet-client.js';
 import { CsrController } from './controllers/csr-controller.js';
 import { advertiseAddress, ensureBootstrapToken, ensureClusterObjects } from './cluster-bootstrap.js';
 import { ensureNodeCert, ensurePki, writeKubeconfig, type KeyPair, type Pki } from './pki.js';
@@ -206,6 +207,11 @@ export class ControlPlane {
       version,
       tls: { key: this.pki.serving.key, cert: this.pki.serving.cert, ca: this.pki.ca.cert },
       logProviders: this.logProviders,
+      kubelets: new KubeletClient({
+        cert: this.pki.kubeletClient.cert,
+        key: this.pki.kubeletClient.key,
+        ca: this.pki.ca.cert,
+      }),
     });
     const address = await server.listen(o.port ?? 6443, o.bindAddress ?? '127.0.0.1');
     this.server = server;
