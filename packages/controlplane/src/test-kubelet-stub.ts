@@ -1,7 +1,7 @@
 /**
  * Test support: a stand-in for a kubelet's HTTPS port. It serves a certificate from the cluster CA, admits
  * only clients whose certificate the CA signed and whose CN is the API server's kubelet client, and
- * answers `/containerLogs` (followable), `/healthz`, and upgrades on `/exec`, `/attach`, `/portForward`
+ * answers `/containerLogs` (followable), `/healthz`, `/metrics/resource` (the text in `metrics`), and upgrades on `/exec`, `/attach`, `/portForward`
  * (WebSocket: echo; any other upgrade such as SPDY: a 101, then raw bytes echoed back).
  */
 import { readFile } from 'node:fs/promises';
@@ -16,6 +16,8 @@ import { issue } from './pki.js';
 
 export interface KubeletStub {
   port: number;
+  /** What `/metrics/resource` answers. */
+  metrics: string;
   /** Every request's method and path (with query), in order. */
   requests: string[];
   /** Writes to every open followed log, or ends them with `end`. */
@@ -51,6 +53,10 @@ export async function startKubeletStub(pkiDir: string): Promise<KubeletStub> {
         return;
       }
       const url = new URL(req.url ?? '/', 'https://kubelet');
+      if (url.pathname === '/metrics/resource') {
+        res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4' }).end(stub.metrics);
+        return;
+      }
       if (url.pathname === '/healthz') {
         res.writeHead(200, { 'content-type': 'text/plain' }).end('ok');
         return;
@@ -91,7 +97,8 @@ export async function startKubeletStub(pkiDir: string): Promise<KubeletStub> {
     socket.pipe(socket);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
+  const stub: KubeletStub = {
+    metrics: '',
     port: (server.address() as AddressInfo).port,
     requests,
     followed,
@@ -108,4 +115,5 @@ export async function startKubeletStub(pkiDir: string): Promise<KubeletStub> {
         server.close(() => resolve());
       }),
   };
+  return stub;
 }

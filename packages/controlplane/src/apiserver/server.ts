@@ -18,6 +18,13 @@ import type { OpenApiDocuments } from './openapi.js';
 import type { KubeletClient } from './kubelet-client.js';
 import { podKubelet, proxyNode, proxyUpgrade, streamPath, type StreamSubresource } from './kubelet-proxy.js';
 import type { PodLogProvider } from './pod-logs.js';
+import {
+  metricsAggregatedEntry,
+  metricsGroup,
+  metricsGroupEntry,
+  serveMetrics,
+} from '../metrics/metrics-api.js';
+import type { ResourceMetrics } from '../metrics/resource-metrics.js';
 import type { Registry } from './registry.js';
 import { resolveResource, serveResource, type ServeContext } from './resource-handler.js';
 import type { RequestUser } from './resource-type.js';
@@ -55,6 +62,8 @@ export interface ApiServerOptions {
   logProviders: ReadonlyMap<string, PodLogProvider>;
   /** Reaches kubelets (logs, exec, attach, port-forward, nodes/proxy); without it those answer 503. */
   kubelets?: KubeletClient;
+  /** Serves metrics.k8s.io from these scrapes when given. */
+  resourceMetrics?: ResourceMetrics;
   authenticator: Authenticator;
   /** Serves `serviceaccounts/<name>/token` (TokenRequest) when given. */
   tokenRequests?: TokenRequestContext;
@@ -193,10 +202,10 @@ export class ApiServer {
         if (wantsAggregated(req.headers.accept)) {
           res
             .writeHead(200, { 'content-type': aggregatedDiscoveryType })
-            .end(JSON.stringify(aggregatedDiscovery(types, false)));
+            .end(JSON.stringify(this.withMetrics(aggregatedDiscovery(types, false), metricsAggregatedEntry)));
           return;
         }
-        return send(res, 200, apiGroupList(types));
+        return send(res, 200, this.withMetrics(apiGroupList(types), metricsGroupEntry, 'groups'));
       case '/openapi/v2':
         return this.openApiV2(req, res);
       case '/openapi/v3':
@@ -225,6 +234,10 @@ export class ApiServer {
       return;
     }
     const segments = path.split('/').filter(Boolean).map(decodeSegment);
+    if (segments[0] === 'apis' && segments[1] === metricsGroup && this.options.resourceMetrics) {
+      const m = this.options.resourceMetrics;
+      return serveMetrics(registry.store, m, method, res, segments.slice(2), url.searchParams);
+    }
     let group: string;
     let version: string;
     let rest: string[];
@@ -257,6 +270,13 @@ export class ApiServer {
     }
     const target = resolveResource(this.context, group, version, rest);
     await serveResource(this.context, req, res, url, target, user);
+  }
+
+  /** A discovery document with the metrics.k8s.io group added, when it is served. */
+  private withMetrics(doc: object, entry: object, field = 'items'): object {
+    if (!this.options.resourceMetrics) return doc;
+    const d = doc as Record<string, unknown>;
+    return { ...d, [field]: [...((d[field] as object[]) ?? []), entry] };
   }
 
   /** `pods/exec|attach|portforward` upgrade requests: authenticated, checked, then carried to the kubelet. */
