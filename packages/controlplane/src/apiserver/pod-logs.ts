@@ -19,8 +19,8 @@ export interface PodLogOptions {
 }
 
 /**
- * Serves `pods/log` for the pods of one node in-process, for nodes whose kubelet publishes no endpoint
- * (simulated nodes). A node with `status.daemonEndpoints.kubeletEndpoint` is asked over HTTPS instead.
+ * Serves `pods/log` for the pods of one node in-process (a kubelet inside this process may register
+ * one). Every other node is asked over HTTPS at its published kubelet endpoint.
  */
 export interface PodLogProvider {
   logs(pod: KubeObject, options: PodLogOptions, signal: AbortSignal): Promise<Readable | string>;
@@ -103,16 +103,15 @@ export async function servePodLogs(
   const options = podLogOptions(q, container);
   const node = pod.spec?.nodeName;
   if (!node) throw badRequest(`pod ${name} does not have a host assigned`);
-  const nodeObject = registry.store.get('nodes', '', node)?.object;
-  if (ctx.kubelets && nodeObject?.status?.daemonEndpoints?.kubeletEndpoint?.Port) {
-    const endpoint = podKubelet(registry, pod);
-    return relayResponse(ctx.kubelets, endpoint, containerLogsPath(pod, options), req, res);
-  }
   const provider = ctx.logProviders.get(node);
   if (!provider) {
-    throw notImplemented(
-      `logs of pod ${namespace}/${name} are served by the kubelet of node ${node}, and no kubelet on this control plane serves logs for that node`,
-    );
+    if (!ctx.kubelets) {
+      throw notImplemented(
+        `logs of pod ${namespace}/${name} are served by the kubelet of node ${node}, and this API server has no kubelet client`,
+      );
+    }
+    const endpoint = podKubelet(registry, pod);
+    return relayResponse(ctx.kubelets, endpoint, containerLogsPath(pod, options), req, res);
   }
   const abort = new AbortController();
   res.on('close', () => abort.abort());
