@@ -17,7 +17,10 @@ async function dial(client: KubeletClient, pair: KeyPair): Promise<string> {
   const server = createServer({ key: pair.key, cert: pair.cert }, (_req, res) => res.end('ok'));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   try {
-    const res = await client.request({ host: '127.0.0.1', port: (server.address() as AddressInfo).port }, '/');
+    const res = await client.request(
+      { host: '127.0.0.1', port: (server.address() as AddressInfo).port },
+      '/',
+    );
     let text = '';
     for await (const chunk of res) text += String(chunk);
     return text;
@@ -68,6 +71,8 @@ test('the node address follows the preferred types; no address or port is 503 na
   ];
   t.deepEqual(kubeletEndpoint(node(all, 10250) as any), { host: 'n1.local', port: 10250 });
   t.deepEqual(kubeletEndpoint(node(all.slice(0, 2), 10250) as any), { host: '10.0.0.1', port: 10250 });
-  t.throws(() => kubeletEndpoint(node([], 10250) as any), { message: /no preferred addresses found for node n1/ });
+  t.throws(() => kubeletEndpoint(node([], 10250) as any), {
+    message: /no preferred addresses found for node n1/,
+  });
   t.throws(() => kubeletEndpoint(node(all) as any), { message: /node n1 reports no kubelet endpoint port/ });
 });
