@@ -14,6 +14,8 @@ import { Scheduler } from './controllers/scheduler.js';
 import { Authenticator } from './apiserver/authentication.js';
 import { ensureServiceAccountKey } from './serviceaccount/signing-key.js';
 import { ServiceAccountTokens } from './serviceaccount/tokens.js';
+import { KubeletClient } from './apiserver/kubelet-client.js';
+import { ResourceMetrics } from './metrics/resource-metrics.js';
 import { CsrController } from './controllers/csr-controller.js';
 import { advertiseAddress, ensureBootstrapToken, ensureClusterObjects } from './cluster-bootstrap.js';
 import { ensureNodeCert, ensurePki, writeKubeconfig, type KeyPair, type Pki } from './pki.js';
@@ -84,6 +86,7 @@ export class ControlPlane {
   private server?: ApiServer;
   private pki?: Pki;
   private readonly controllers: Controller[] = [];
+  private metrics?: ResourceMetrics;
   private readonly logProviders = new Map<string, PodLogProvider>();
   private readonly allocator: ServiceAllocator;
   private readonly types: ResourceType[];
@@ -117,6 +120,12 @@ export class ControlPlane {
   get store(): RevisionStore {
     if (!this.storeRef) throw new Error('the control plane is not started');
     return this.storeRef;
+  }
+
+  /** The kubelets' resource metrics behind metrics.k8s.io (scraped every 15 s). */
+  get resourceMetrics(): ResourceMetrics {
+    if (!this.metrics) throw new Error('the control plane is not started');
+    return this.metrics;
   }
 
   /** The CA certificate (PEM) clients trust. */
@@ -190,6 +199,13 @@ export class ControlPlane {
       ...(o.apiAudiences ? { apiAudiences: o.apiAudiences } : {}),
     });
     this.serviceAccountTokens = serviceAccounts;
+    const kubelets = new KubeletClient({
+      cert: this.pki.kubeletClient.cert,
+      key: this.pki.kubeletClient.key,
+      ca: this.pki.ca.cert,
+    });
+    this.metrics = new ResourceMetrics({ store, kubelets, clock: o.clock, logger: logger.child('metrics') });
+    this.controllers.push(this.metrics);
     const server = new ApiServer({
       authenticator: new Authenticator({ store, clock: o.clock, serviceAccounts }),
       tokenRequests: {
@@ -206,6 +222,8 @@ export class ControlPlane {
       version,
       tls: { key: this.pki.serving.key, cert: this.pki.serving.cert, ca: this.pki.ca.cert },
       logProviders: this.logProviders,
+      kubelets,
+      resourceMetrics: this.metrics,
     });
     const address = await server.listen(o.port ?? 6443, o.bindAddress ?? '127.0.0.1');
     this.server = server;

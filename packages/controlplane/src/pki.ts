@@ -12,6 +12,9 @@ import { stringify as toYaml } from 'yaml';
  *   apiserver.crt / apiserver.key   the serving certificate: 127.0.0.1, ::1, localhost, kubernetes,
  *                                   kubernetes.default(.svc(.cluster.local)) and the `kubernetes` ClusterIP
  *   admin.crt / admin.key           the admin's client certificate (CN nodelet-admin, O system:masters)
+ *   apiserver-kubelet-client.crt    the API server's client certificate for every connection to a kubelet
+ *     / .key                        (CN kube-apiserver-kubelet-client, O system:masters, as kubeadm before
+ *                                   1.29; nodelet has no RBAC binding for kubeadm:cluster-admins)
  *   nodes/<node>.crt / .key         a node's client certificate (CN system:node:<node>, O system:nodes),
  *                                   issued on demand for kubelets
  *
@@ -35,7 +38,10 @@ export interface Pki {
   ca: KeyPair;
   serving: KeyPair;
   admin: KeyPair;
+  kubeletClient: KeyPair;
 }
+
+export const kubeletClientSubject = 'CN=kube-apiserver-kubelet-client, O=system:masters';
 
 async function exists(path: string): Promise<boolean> {
   try {
@@ -199,7 +205,12 @@ export async function ensurePki(
     admin = await issue(ca, { subject: 'CN=nodelet-admin, O=system:masters', usage: 'client' }, now);
     await writePair(dir, 'admin', admin);
   }
-  return { dir, ca, serving, admin };
+  let kubeletClient = await readPair(dir, 'apiserver-kubelet-client');
+  if (!kubeletClient || !usable(kubeletClient, ca, now)) {
+    kubeletClient = await issue(ca, { subject: kubeletClientSubject, usage: 'client' }, now);
+    await writePair(dir, 'apiserver-kubelet-client', kubeletClient);
+  }
+  return { dir, ca, serving, admin, kubeletClient };
 }
 
 /** A node's client certificate (`system:node:<name>`), made once and reused. */
@@ -333,8 +344,18 @@ export async function signCsr(
   pem: string,
   durationMs: number,
   now = Date.now(),
+  /** `server` for kubelet-serving: server-auth usage and the request's DNS/IP names. */
+  usage: 'server' | 'client' = 'client',
 ): Promise<string> {
   const csr = new x509.Pkcs10CertificateRequest(pem);
+  const info = parseCsr(pem);
+  const names: x509.JsonGeneralName[] =
+    usage === 'server'
+      ? [
+          ...info.dnsNames.map((value) => ({ type: 'dns' as const, value })),
+          ...info.ipAddresses.map((value) => ({ type: 'ip' as const, value })),
+        ]
+      : [];
   const caCert = new x509.X509Certificate(ca.cert);
   const notAfter = Math.min(now + durationMs, caCert.notAfter.getTime());
   const cert = await x509.X509CertificateGenerator.create({
@@ -346,7 +367,7 @@ export async function signCsr(
     publicKey: csr.publicKey,
     signingKey: await importKey(ca.key),
     signingAlgorithm: algorithm,
-    extensions: await leafExtensions(caCert, 'client', []),
+    extensions: await leafExtensions(caCert, usage, names),
   });
   return cert.toString('pem');
 }

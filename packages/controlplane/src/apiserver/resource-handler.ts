@@ -5,6 +5,7 @@ import { isObject, type KubeObject } from '../object.js';
 import { parseBody, parseFieldValidation } from './decode.js';
 import { negotiate } from './negotiation.js';
 import { patchTypeOf } from './patch.js';
+import type { KubeletClient } from './kubelet-client.js';
 import { servePodLogs, type PodLogProvider } from './pod-logs.js';
 import { requestToken, type TokenRequestContext } from '../serviceaccount/token-request.js';
 import type { Authenticator } from './authentication.js';
@@ -22,6 +23,8 @@ export interface ServeContext {
   readonly clock: Clock;
   readonly maxBodyBytes: number;
   readonly logProviders: ReadonlyMap<string, PodLogProvider>;
+  /** Reaches kubelets for pods/log, pods/exec|attach|portforward and nodes/proxy. */
+  readonly kubelets?: KubeletClient | undefined;
   readonly minWatchTimeoutMs: number | undefined;
   /** The open watch streams, each by the function that ends it. */
   readonly watches: Set<() => void>;
@@ -126,7 +129,10 @@ export async function serveResource(
   const sub = r.subresource;
   if (sub === 'log') {
     if (method !== 'GET') throw methodNotAllowed();
-    return servePodLogs(ctx, res, namespace, name, q);
+    return servePodLogs(ctx, req, res, namespace, name, q);
+  }
+  if (sub === 'exec' || sub === 'attach' || sub === 'portforward') {
+    throw badRequest(`Upgrade request required: ${sub} streams over SPDY or WebSocket`);
   }
   if (sub === 'token') {
     if (method !== 'POST') throw methodNotAllowed();

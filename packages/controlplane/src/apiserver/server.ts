@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import { type Clock, hardenHttpServer, type Logger } from '@nodelet/kernel';
 import { authorize, type Authenticator } from './authentication.js';
 import type { TokenRequestContext } from '../serviceaccount/token-request.js';
@@ -14,7 +15,16 @@ import {
   wantsAggregated,
 } from './discovery.js';
 import type { OpenApiDocuments } from './openapi.js';
+import type { KubeletClient } from './kubelet-client.js';
+import { podKubelet, proxyNode, proxyUpgrade, streamPath, type StreamSubresource } from './kubelet-proxy.js';
 import type { PodLogProvider } from './pod-logs.js';
+import {
+  metricsAggregatedEntry,
+  metricsGroup,
+  metricsGroupEntry,
+  serveMetrics,
+} from '../metrics/metrics-api.js';
+import type { ResourceMetrics } from '../metrics/resource-metrics.js';
 import type { Registry } from './registry.js';
 import { resolveResource, serveResource, type ServeContext } from './resource-handler.js';
 import type { RequestUser } from './resource-type.js';
@@ -50,6 +60,10 @@ export interface ApiServerOptions {
   tls: { key: string; cert: string; ca: string };
   /** Pod log providers by node name. */
   logProviders: ReadonlyMap<string, PodLogProvider>;
+  /** Reaches kubelets (logs, exec, attach, port-forward, nodes/proxy); without it those answer 503. */
+  kubelets?: KubeletClient;
+  /** Serves metrics.k8s.io from these scrapes when given. */
+  resourceMetrics?: ResourceMetrics;
   authenticator: Authenticator;
   /** Serves `serviceaccounts/<name>/token` (TokenRequest) when given. */
   tokenRequests?: TokenRequestContext;
@@ -76,6 +90,7 @@ export class ApiServer {
       watches: this.watches,
       authenticator: options.authenticator,
       tokenRequests: options.tokenRequests,
+      kubelets: options.kubelets,
     };
   }
 
@@ -86,6 +101,10 @@ export class ApiServer {
       (req, res) => void this.handle(req, res),
     );
     hardenHttpServer(server);
+    server.on(
+      'upgrade',
+      (req: IncomingMessage, socket: Duplex, head: Buffer) => void this.upgrade(req, socket, head),
+    );
     server.keepAliveTimeout = 65_000;
     server.on('connection', (socket: Socket) => {
       this.sockets.add(socket);
@@ -183,10 +202,10 @@ export class ApiServer {
         if (wantsAggregated(req.headers.accept)) {
           res
             .writeHead(200, { 'content-type': aggregatedDiscoveryType })
-            .end(JSON.stringify(aggregatedDiscovery(types, false)));
+            .end(JSON.stringify(this.withMetrics(aggregatedDiscovery(types, false), metricsAggregatedEntry)));
           return;
         }
-        return send(res, 200, apiGroupList(types));
+        return send(res, 200, this.withMetrics(apiGroupList(types), metricsGroupEntry, 'groups'));
       case '/openapi/v2':
         return this.openApiV2(req, res);
       case '/openapi/v3':
@@ -215,6 +234,10 @@ export class ApiServer {
       return;
     }
     const segments = path.split('/').filter(Boolean).map(decodeSegment);
+    if (segments[0] === 'apis' && segments[1] === metricsGroup && this.options.resourceMetrics) {
+      const m = this.options.resourceMetrics;
+      return serveMetrics(registry.store, m, method, res, segments.slice(2), url.searchParams);
+    }
     let group: string;
     let version: string;
     let rest: string[];
@@ -241,8 +264,51 @@ export class ApiServer {
         throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
       return send(res, 200, doc);
     }
+    if (group === '' && rest[0] === 'nodes' && rest[1] && rest[2] === 'proxy') {
+      const sub = path.split('/').slice(6).join('/'); // kept encoded, as the kubelet will decode it
+      return proxyNode(registry, this.options.kubelets, req, res, rest[1], sub, url.search);
+    }
     const target = resolveResource(this.context, group, version, rest);
     await serveResource(this.context, req, res, url, target, user);
+  }
+
+  /** A discovery document with the metrics.k8s.io group added, when it is served. */
+  private withMetrics(doc: object, entry: object, field = 'items'): object {
+    if (!this.options.resourceMetrics) return doc;
+    const d = doc as Record<string, unknown>;
+    return { ...d, [field]: [...((d[field] as object[]) ?? []), entry] };
+  }
+
+  /** `pods/exec|attach|portforward` upgrade requests: authenticated, checked, then carried to the kubelet. */
+  private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    socket.on('error', () => socket.destroy());
+    try {
+      const user = await this.options.authenticator.authenticate(req);
+      const target = req.url ?? '/';
+      const url = new URL(`https://localhost${target.startsWith('/') ? '' : '/'}${target}`);
+      const path = url.pathname.replace(/\/+$/, '');
+      authorize(user, req.method ?? 'GET', path);
+      const m = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/(exec|attach|portforward)$/.exec(path);
+      if (!m) throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
+      const kubelets = this.options.kubelets;
+      if (!kubelets) throw new ApiError(503, 'ServiceUnavailable', 'this API server has no kubelet client');
+      const { registry } = this.options;
+      const pod = registry.get(registry.byStorage('pods'), decodeSegment(m[1]!), decodeSegment(m[2]!));
+      const kubeletPath = streamPath(pod, m[3] as StreamSubresource, url.searchParams, url.search);
+      const endpoint = podKubelet(registry, pod);
+      await proxyUpgrade(kubelets, endpoint, kubeletPath, req, socket, head);
+    } catch (err) {
+      const status =
+        err instanceof ApiError
+          ? err.toStatus()
+          : internalError(String((err as Error)?.message ?? err)).toStatus();
+      const body = JSON.stringify(status);
+      if (!socket.writable) return;
+      socket.end(
+        `HTTP/1.1 ${status.code} ${status.reason ?? 'Error'}\r\ncontent-type: application/json\r\n` +
+          `content-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+      );
+    }
   }
 
   private openApiV2(req: IncomingMessage, res: ServerResponse): void {

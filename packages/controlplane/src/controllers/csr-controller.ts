@@ -7,16 +7,20 @@ import {
   apiServerClientSigner,
   certificateSigningRequests,
   kubeletClientSigner,
+  kubeletServingSigner,
 } from '../resources/certificates.js';
 import { WorkQueue } from './work-queue.js';
 
 /**
- * Upstream's csrapproving and csrsigning controllers for kubelet client certificates:
+ * Upstream's csrapproving and csrsigning controllers for kubelet client and serving certificates:
  *
  * - **approve** a pending request for signer `kubernetes.io/kube-apiserver-client-kubelet` whose CSR is
  *   exactly `CN=system:node:<name>, O=system:nodes` with client-auth usages and no alternative names,
  *   when its requestor is a bootstrap token (`nodeclient`) or that very node renewing (`selfnodeclient`);
  *   anything else stays Pending for an administrator (`kubectl certificate approve`);
+ * - **approve** a `kubernetes.io/kubelet-serving` request only from the node it names (requestor
+ *   `system:node:<name>` in `system:nodes`, CN the same), with DNS/IP names only and server-auth usages
+ *   (upstream leaves these to an external approver; nodelet approves its own nodes' as kubeadm users do);
  * - **sign** approved requests of the kube-apiserver-client signers with the cluster CA, for
  *   `spec.expirationSeconds` (default one year, never beyond the CA), or mark them Failed when the CSR
  *   breaks the signer's rules.
@@ -62,9 +66,15 @@ export class CsrController {
       );
     if (decided('Denied') || decided('Failed')) return;
     const signer = csr.spec?.signerName;
-    if (signer !== kubeletClientSigner && signer !== apiServerClientSigner) return; // another signer's
+    const serving = signer === kubeletServingSigner;
+    if (signer !== kubeletClientSigner && signer !== apiServerClientSigner && !serving) return; // another signer's
     const pem = Buffer.from(String(csr.spec?.request ?? ''), 'base64').toString('utf8');
-    const problem = signer === kubeletClientSigner ? await kubeletClientProblem(csr, pem) : undefined;
+    const problem =
+      signer === kubeletClientSigner
+        ? await kubeletClientProblem(csr, pem)
+        : serving
+          ? await kubeletServingProblem(csr, pem)
+          : undefined;
     if (!decided('Approved')) {
       const rule = problem ? undefined : autoApprovalRule(csr);
       if (rule) this.approve(csr, rule);
@@ -73,7 +83,8 @@ export class CsrController {
     if (problem) return this.fail(csr, problem);
     const seconds = csr.spec?.expirationSeconds;
     const durationMs = typeof seconds === 'number' ? seconds * 1000 : CsrController.defaultDurationMs;
-    const certificate = await signCsr(this.ca, pem, durationMs, this.clock.now());
+    const usage = serving ? 'server' : 'client';
+    const certificate = await signCsr(this.ca, pem, durationMs, this.clock.now(), usage);
     this.write(name, 'status', (current) => ({
       ...current,
       status: { ...(current.status ?? {}), certificate: Buffer.from(certificate).toString('base64') },
@@ -81,7 +92,7 @@ export class CsrController {
     this.logger.info('signed a certificate', { csr: name, user: csr.spec?.username, signer });
   }
 
-  private approve(csr: KubeObject, rule: 'nodeclient' | 'selfnodeclient'): void {
+  private approve(csr: KubeObject, rule: ApprovalRule): void {
     const name = csr.metadata.name!;
     this.write(name, 'approval', (current) => ({
       ...current,
@@ -93,7 +104,7 @@ export class CsrController {
             type: 'Approved',
             status: 'True',
             reason: 'AutoApproved',
-            message: `Auto approving ${rule === 'selfnodeclient' ? 'self kubelet client certificate after SubjectAccessReview.' : 'kubelet client certificate after SubjectAccessReview.'}`,
+            message: approvalMessages[rule],
             lastUpdateTime: rfc3339(this.clock.now()),
             lastTransitionTime: rfc3339(this.clock.now()),
           },
@@ -165,10 +176,52 @@ async function kubeletClientProblem(csr: KubeObject, pem: string): Promise<strin
   return undefined;
 }
 
-/** Which upstream auto-approval rule covers the requestor, if any. */
-function autoApprovalRule(csr: KubeObject): 'nodeclient' | 'selfnodeclient' | undefined {
-  if (csr.spec?.signerName !== kubeletClientSigner) return undefined;
+type ApprovalRule = 'nodeclient' | 'selfnodeclient' | 'selfnodeserving';
+
+const approvalMessages: Record<ApprovalRule, string> = {
+  nodeclient: 'Auto approving kubelet client certificate after SubjectAccessReview.',
+  selfnodeclient: 'Auto approving self kubelet client certificate after SubjectAccessReview.',
+  selfnodeserving: 'Auto approving kubelet serving certificate of its own node.',
+};
+
+/** Why a CSR breaks upstream's kubelet-serving signer rules (IsKubeletServingCSR), or undefined. */
+async function kubeletServingProblem(csr: KubeObject, pem: string): Promise<string | undefined> {
+  let info;
+  try {
+    info = parseCsr(pem);
+  } catch (err) {
+    return `the request is not a PEM certificate request: ${(err as Error).message}`;
+  }
+  if (!(await csrSignatureValid(pem))) return 'the request is not signed by the key it carries';
+  if (!info.commonName.startsWith('system:node:') || info.commonName === 'system:node:') {
+    return `subject common name must begin with "system:node:", got ${JSON.stringify(info.commonName)}`;
+  }
+  if (info.organizations.length !== 1 || info.organizations[0] !== 'system:nodes') {
+    return `subject organization must be exactly ["system:nodes"], got ${JSON.stringify(info.organizations)}`;
+  }
+  if (info.emailAddresses.length || info.uris.length) {
+    return 'a kubelet serving certificate may only have DNS and IP subject alternative names';
+  }
+  if (!info.dnsNames.length && !info.ipAddresses.length) {
+    return 'a kubelet serving certificate needs at least one DNS or IP subject alternative name';
+  }
+  const usages = (csr.spec?.usages ?? []) as string[];
+  const allowed = ['digital signature', 'key encipherment', 'server auth'];
+  if (!usages.includes('server auth') || usages.some((u) => !allowed.includes(u))) {
+    return `usages must include "server auth" and be among ${JSON.stringify(allowed)}, got ${JSON.stringify(usages)}`;
+  }
+  return undefined;
+}
+
+/** Which auto-approval rule covers the requestor, if any. */
+function autoApprovalRule(csr: KubeObject): ApprovalRule | undefined {
   const groups = (csr.spec?.groups ?? []) as string[];
+  if (csr.spec?.signerName === kubeletServingSigner) {
+    const pem = Buffer.from(String(csr.spec?.request ?? ''), 'base64').toString('utf8');
+    const own = groups.includes('system:nodes') && csr.spec?.username === parseCsr(pem).commonName;
+    return own ? 'selfnodeserving' : undefined;
+  }
+  if (csr.spec?.signerName !== kubeletClientSigner) return undefined;
   if (groups.includes(bootstrappersGroup)) return 'nodeclient';
   const pem = Buffer.from(String(csr.spec?.request ?? ''), 'base64').toString('utf8');
   if (groups.includes('system:nodes') && csr.spec?.username === parseCsr(pem).commonName)

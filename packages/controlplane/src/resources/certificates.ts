@@ -23,6 +23,7 @@ import { base } from './resource-base.js';
 /** The signer of kubelet client certificates, which the embedded control plane approves and signs. */
 export const kubeletClientSigner = 'kubernetes.io/kube-apiserver-client-kubelet';
 export const apiServerClientSigner = 'kubernetes.io/kube-apiserver-client';
+export const kubeletServingSigner = 'kubernetes.io/kubelet-serving';
 
 const knownUsages = [
   'signing',

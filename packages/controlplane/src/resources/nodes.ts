@@ -46,7 +46,10 @@ export const nodes: ResourceType = base({
   model: 'V1Node',
   shortNames: ['no'],
   statusSubresource: true,
-  subresources: [{ name: 'status', kind: 'Node', verbs: ['get', 'patch', 'update'] }],
+  subresources: [
+    { name: 'status', kind: 'Node', verbs: ['get', 'patch', 'update'] },
+    { name: 'proxy', kind: 'NodeProxyOptions', verbs: ['create', 'delete', 'get', 'patch', 'update'] },
+  ],
   columns: [
     nameColumn,
     { name: 'Status', type: 'string', description: 'The status of the node', priority: 0 },

@@ -10,6 +10,7 @@ import type { ReviewClient } from './review-client.js';
 import type { RouteTable } from './routes.js';
 import { KubeletSecureServer } from './secure-server.js';
 import { loadServingCertificate } from './serving-cert.js';
+import { type CsrApi, ServingCertManager } from './serving-cert-manager.js';
 
 /** What the kubelet's servers are configured with (KubeletConfiguration fields, defaults applied). */
 export interface KubeletServerConfig {
@@ -28,7 +29,7 @@ export interface KubeletServerConfig {
   tlsCipherSuites?: string;
   /**
    * `serverTLSBootstrap`: the serving certificate comes from a `kubernetes.io/kubelet-serving` CSR
-   * (installed with setServingCertificate by the rotation part); until then the self-signed one serves.
+   * (ServingCertManager, rotated on the clock); until it is issued the self-signed one serves.
    */
   serverTLSBootstrap?: boolean;
   authentication: AuthenticationConfig;
@@ -70,9 +71,11 @@ export async function startKubeletServers(
   const reviews = o.reviews ?? (() => apiReviews(kubelet));
   const table =
     o.routes ?? kubeletRouteTable(kubelet, logger, { configz: config.configz, logDir: config.logDir });
+  let certificates: ServingCertManager | undefined;
   const servers: KubeletServers = {
     routes: table,
     async close() {
+      certificates?.stop();
       await Promise.all([servers.secure?.close(), servers.readOnly?.close()]);
     },
   };
@@ -117,6 +120,26 @@ export async function startKubeletServers(
         logger,
       );
       servers.securePort = (await servers.secure.listen()).port;
+      const api = kubelet.nodeAgent?.api as Partial<CsrApi> | undefined;
+      if (
+        config.serverTLSBootstrap &&
+        api?.createCertificateSigningRequest &&
+        api.getCertificateSigningRequest
+      ) {
+        const secure = servers.secure;
+        certificates = new ServingCertManager({
+          nodeName: kubelet.options.nodeName,
+          hostname: kubelet.options.apiServer?.hostname ?? kubelet.options.nodeName,
+          ips: [kubelet.options.hostIP],
+          api: api as CsrApi,
+          clock: kubelet.clock,
+          logger: logger.child('serving-cert'),
+          onCertificate: (certPem, keyPem) => secure.setServingCertificate(certPem, keyPem),
+        });
+        certificates.start();
+      } else if (config.serverTLSBootstrap) {
+        logger.warn('serverTLSBootstrap needs an API server connection; serving the self-signed certificate');
+      }
     }
     if (config.readOnlyPort > 0) {
       servers.readOnly = new ReadOnlyServer(table, logger);

@@ -1,0 +1,161 @@
+/**
+ * The subresources the API server serves by asking a node's kubelet: `pods/log` (→ `/containerLogs`),
+ * `nodes/proxy` (→ `/<path>`), and the upgraded streams `pods/exec`, `pods/attach`, `pods/portforward`
+ * (→ `/exec`, `/attach`, `/portForward`), which are carried byte for byte once the kubelet has switched
+ * protocols (SPDY or WebSocket alike).
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { KubeObject } from '../object.js';
+import { kubeletEndpoint, type KubeletClient, type KubeletEndpoint } from './kubelet-client.js';
+import type { Registry } from './registry.js';
+import { ApiError, badRequest } from './status.js';
+
+/** Hop-by-hop headers and the requester's own credentials never reach the kubelet. */
+const dropped = new Set([
+  'authorization',
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'transfer-encoding',
+  'te',
+  'trailer',
+  'host',
+  'impersonate-user',
+  'impersonate-group',
+]);
+
+function forwardHeaders(req: IncomingMessage): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(req.headers)) {
+    if (v === undefined || dropped.has(k)) continue;
+    out[k] = Array.isArray(v) ? v.join(', ') : v;
+  }
+  return out;
+}
+
+/** The kubelet endpoint of the node a pod runs on; 400 when it is not scheduled. */
+export function podKubelet(registry: Registry, pod: KubeObject): KubeletEndpoint {
+  const nodeName = pod.spec?.nodeName;
+  if (!nodeName) throw badRequest(`pod ${pod.metadata.name} does not have a host assigned`);
+  return nodeKubelet(registry, nodeName);
+}
+
+export function nodeKubelet(registry: Registry, nodeName: string): KubeletEndpoint {
+  return kubeletEndpoint(registry.get(registry.byStorage('nodes'), '', nodeName));
+}
+
+/** Answers `res` with the kubelet's response (status, content type, body streamed as it comes). */
+export async function relayResponse(
+  kubelets: KubeletClient,
+  endpoint: KubeletEndpoint,
+  path: string,
+  req: IncomingMessage,
+  res: ServerResponse,
+): Promise<void> {
+  const abort = new AbortController();
+  res.on('close', () => abort.abort());
+  const upstream = await kubelets.request(endpoint, path, {
+    method: req.method ?? 'GET',
+    headers: forwardHeaders(req),
+    signal: abort.signal,
+  });
+  const headers: Record<string, string | string[]> = {};
+  for (const [k, v] of Object.entries(upstream.headers)) {
+    if (v !== undefined && !dropped.has(k)) headers[k] = v;
+  }
+  res.writeHead(upstream.statusCode ?? 502, headers);
+  res.flushHeaders(); // a followed log may say nothing for a long time
+  upstream.on('error', () => res.destroy());
+  upstream.pipe(res);
+  if (req.method !== 'GET' && req.method !== 'HEAD') req.resume();
+}
+
+/** `nodes/<name>/proxy/<path>` → the kubelet's `/<path>` with the same query and method. */
+export async function proxyNode(
+  registry: Registry,
+  kubelets: KubeletClient | undefined,
+  req: IncomingMessage,
+  res: ServerResponse,
+  nodeName: string,
+  rest: string,
+  search: string,
+): Promise<void> {
+  if (!kubelets) throw new ApiError(503, 'ServiceUnavailable', 'this API server has no kubelet client');
+  const endpoint = nodeKubelet(registry, nodeName);
+  await relayResponse(kubelets, endpoint, `/${rest}${search}`, req, res);
+}
+
+export type StreamSubresource = 'exec' | 'attach' | 'portforward';
+
+/** The kubelet path of an upgraded pod stream, with the container checked as upstream does. */
+export function streamPath(
+  pod: KubeObject,
+  subresource: StreamSubresource,
+  q: URLSearchParams,
+  search: string,
+): string {
+  const ns = encodeURIComponent(pod.metadata.namespace ?? 'default');
+  const name = encodeURIComponent(pod.metadata.name ?? '');
+  if (subresource === 'portforward') return `/portForward/${ns}/${name}${search}`;
+  if (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') {
+    throw badRequest(
+      `cannot ${subresource} into a container in a completed pod; current phase is ${pod.status.phase}`,
+    );
+  }
+  const names = [
+    ...((pod.spec?.containers ?? []) as { name: string }[]),
+    ...((pod.spec?.initContainers ?? []) as { name: string }[]),
+    ...((pod.spec?.ephemeralContainers ?? []) as { name: string }[]),
+  ].map((c) => c.name);
+  let container = q.get('container') ?? '';
+  if (!container) {
+    const regular = ((pod.spec?.containers ?? []) as { name: string }[]).map((c) => c.name);
+    if (regular.length !== 1) {
+      throw badRequest(
+        `container: a container name must be specified for pod ${pod.metadata.name}, choose one of: [${regular.join(' ')}]`,
+      );
+    }
+    container = regular[0]!;
+  } else if (!names.includes(container)) {
+    throw badRequest(`container: container ${container} is not valid for pod ${pod.metadata.name}`);
+  }
+  if (subresource === 'exec' && !q.getAll('command').length) {
+    throw badRequest('command: you must specify at least 1 command');
+  }
+  const kubeletSub = subresource === 'exec' ? 'exec' : 'attach';
+  return `/${kubeletSub}/${ns}/${name}/${encodeURIComponent(container)}${search}`;
+}
+
+/**
+ * Carries an upgrade request to the kubelet and, once it answers, the socket both ways unchanged. The
+ * kubelet's answer (101 with the negotiated `X-Stream-Protocol-Version` / `Sec-WebSocket-Protocol`, or
+ * an error) is relayed as it came.
+ */
+export async function proxyUpgrade(
+  kubelets: KubeletClient,
+  endpoint: KubeletEndpoint,
+  path: string,
+  req: IncomingMessage,
+  client: Duplex,
+  head: Buffer,
+): Promise<void> {
+  const upstream = await kubelets.connect(endpoint);
+  const lines = [`${req.method ?? 'GET'} ${path} HTTP/1.1`, `Host: ${endpoint.host}:${endpoint.port}`];
+  for (const [k, v] of Object.entries(req.headers)) {
+    if (v === undefined || k === 'host' || k === 'authorization' || k.startsWith('impersonate-')) continue;
+    for (const value of Array.isArray(v) ? v : [v]) lines.push(`${k}: ${value}`);
+  }
+  upstream.write(`${lines.join('\r\n')}\r\n\r\n`);
+  if (head.length) upstream.write(head);
+  const close = () => {
+    client.destroy();
+    upstream.destroy();
+  };
+  upstream.on('error', close);
+  client.on('error', close);
+  upstream.on('close', close);
+  client.on('close', close);
+  upstream.pipe(client);
+  client.pipe(upstream);
+}
