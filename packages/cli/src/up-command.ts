@@ -182,6 +182,9 @@ export async function runUp(
           runtime: flags.runtime,
           rootDir: join(nodeDir, 'kubelet'),
           readOnlyPort: 0,
+          // As a cluster's kubelet: on every address (the API server dials the node's InternalIP),
+          // authenticated and authorized below.
+          address: '0.0.0.0',
         },
         env,
       );
@@ -210,12 +213,10 @@ export async function runUp(
       const nodeKernel = await buildKernel(setup, logger.child(name));
       await nodeKernel.start();
       stops.push(() => nodeKernel.stop());
-      // kubectl logs: the API server reads the node's container logs from its kubelet's API, as upstream
-      // does, with its client certificate (kube-apiserver's --kubelet-client-certificate).
+      // kubectl logs, exec, port-forward, top: the API server dials the port the Node publishes, as
+      // upstream, with its client certificate (kube-apiserver's --kubelet-client-certificate).
       const port = nodeKernel.get(KubeletServerCapability).securePort()!;
       kubeletLines += `kubelet ${name}: https://127.0.0.1:${port}\n`;
-      const unregister = cp.registerLogProvider(name, kubeletLogs(port, cp.adminCredentials));
-      stops.push(async () => unregister());
     }
     if (proxySetup) {
       // The admin credentials: the embedded API server has one authority, and the proxy is part of it.
@@ -297,42 +298,4 @@ async function resolveUpProxy(
     );
   }
   return setup;
-}
-
-/**
- * `pods/log` from a kubelet's `/containerLogs` endpoint on https://127.0.0.1:`port`, as `client`. The
- * kubelet's self-signed serving certificate is not verified (kube-apiserver without
- * --kubelet-certificate-authority).
- */
-function kubeletLogs(port: number, client: { cert: string; key: string }) {
-  return {
-    async logs(
-      pod: { metadata: { namespace?: string; name?: string } },
-      options: { container: string; follow: boolean; previous: boolean; tailLines?: number },
-      signal: AbortSignal,
-    ) {
-      const { ApiError } = await import('@nodelet/controlplane');
-      const { request } = await import('node:https');
-      const query = new URLSearchParams();
-      if (options.follow) query.set('follow', 'true');
-      if (options.previous) query.set('previous', 'true');
-      if (options.tailLines !== undefined) query.set('tailLines', String(options.tailLines));
-      const path = `/containerLogs/${encodeURIComponent(pod.metadata.namespace ?? '')}/${encodeURIComponent(pod.metadata.name ?? '')}/${encodeURIComponent(options.container)}?${query}`;
-      return new Promise<import('node:http').IncomingMessage>((resolve, reject) => {
-        const tls = { cert: client.cert, key: client.key, rejectUnauthorized: false };
-        const req = request({ host: '127.0.0.1', port, path, signal, agent: false, ...tls }, (res) => {
-          if (res.statusCode === 200) return resolve(res);
-          let text = '';
-          res.on('data', (d: Buffer) => (text += d.toString()));
-          res.on('end', () => {
-            const code = res.statusCode === 404 ? 404 : res.statusCode === 400 ? 400 : 500;
-            const reason = code === 404 ? 'NotFound' : code === 400 ? 'BadRequest' : 'InternalError';
-            reject(new ApiError(code, reason, text.trim()));
-          });
-        });
-        req.on('error', reject);
-        req.end();
-      });
-    },
-  };
 }

@@ -69,8 +69,10 @@ test('the node address follows the preferred types; no address or port is 503 na
     { type: 'InternalIP', address: '10.0.0.1' },
     { type: 'Hostname', address: 'n1.local' },
   ];
-  t.deepEqual(kubeletEndpoint(node(all, 10250) as any), { host: 'n1.local', port: 10250 });
-  t.deepEqual(kubeletEndpoint(node(all.slice(0, 2), 10250) as any), { host: '10.0.0.1', port: 10250 });
+  // kubeadm's order: InternalIP, ExternalIP, Hostname.
+  t.deepEqual(kubeletEndpoint(node(all, 10250) as any), { host: '10.0.0.1', port: 10250 });
+  t.deepEqual(kubeletEndpoint(node([all[0], all[2]], 10250) as any), { host: '203.0.113.1', port: 10250 });
+  t.deepEqual(kubeletEndpoint(node([all[2]], 10250) as any), { host: 'n1.local', port: 10250 });
   t.throws(() => kubeletEndpoint(node([], 10250) as any), {
     message: /no preferred addresses found for node n1/,
   });

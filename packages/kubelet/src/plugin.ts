@@ -132,6 +132,7 @@ export const kubeletPlugin = definePlugin<KubeletPluginConfig>({
         logger,
         { routes },
       );
+      if (servers.securePort !== undefined) kubelet.nodeAgent?.setKubeletPort(servers.securePort);
     });
     ctx.onStop(async () => {
       await servers?.close();

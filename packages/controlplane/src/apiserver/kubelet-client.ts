@@ -10,8 +10,11 @@ import { connect as tlsConnect, type TLSSocket } from 'node:tls';
 import type { KubeObject } from '../object.js';
 import { ApiError } from './status.js';
 
-/** Upstream's default `--kubelet-preferred-address-types`. */
-export const preferredAddressTypes = ['Hostname', 'InternalDNS', 'InternalIP', 'ExternalDNS', 'ExternalIP'];
+/**
+ * `--kubelet-preferred-address-types` as kubeadm sets it (kube-apiserver's own default puts Hostname
+ * first, which only works where node names resolve — they seldom do, and nodelet up's never).
+ */
+export const preferredAddressTypes = ['InternalIP', 'ExternalIP', 'Hostname'];
 
 export interface KubeletEndpoint {
   host: string;

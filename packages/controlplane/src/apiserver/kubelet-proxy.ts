@@ -9,7 +9,7 @@ import type { Duplex } from 'node:stream';
 import type { KubeObject } from '../object.js';
 import { kubeletEndpoint, type KubeletClient, type KubeletEndpoint } from './kubelet-client.js';
 import type { Registry } from './registry.js';
-import { ApiError, badRequest } from './status.js';
+import { ApiError, badRequest, type StatusReason } from './status.js';
 
 /** Hop-by-hop headers and the requester's own credentials never reach the kubelet. */
 const dropped = new Set([
@@ -52,6 +52,7 @@ export async function relayResponse(
   path: string,
   req: IncomingMessage,
   res: ServerResponse,
+  check?: { resource: string; name: string },
 ): Promise<void> {
   const abort = new AbortController();
   res.on('close', () => abort.abort());
@@ -60,6 +61,8 @@ export async function relayResponse(
     headers: forwardHeaders(req),
     signal: abort.signal,
   });
+  const status = upstream.statusCode ?? 502;
+  if (check && (status < 200 || status > 206)) throw await kubeletError(upstream, status, check);
   const headers: Record<string, string | string[]> = {};
   for (const [k, v] of Object.entries(upstream.headers)) {
     if (v !== undefined && !dropped.has(k)) headers[k] = v;
@@ -69,6 +72,36 @@ export async function relayResponse(
   upstream.on('error', () => res.destroy());
   upstream.pipe(res);
   if (req.method !== 'GET' && req.method !== 'HEAD') req.resume();
+}
+
+/**
+ * A kubelet's error answer as the API server's own Status (upstream's GenericHttpResponseChecker): a 400
+ * or 500 carries the kubelet's text as its message ("previous terminated container … not found"), other
+ * codes the generic message of their reason.
+ */
+async function kubeletError(
+  upstream: IncomingMessage,
+  status: number,
+  what: { resource: string; name: string },
+): Promise<ApiError> {
+  let text = '';
+  for await (const chunk of upstream) {
+    text += (chunk as Buffer).toString('utf8');
+    if (text.length >= 4096) break;
+  }
+  upstream.destroy();
+  text = text.slice(0, 4096).trim();
+  if (status === 400) return new ApiError(400, 'BadRequest', text);
+  if (status === 500) return new ApiError(500, 'InternalError', `Internal error occurred: ${text}`);
+  const [reason, message]: [StatusReason, string] =
+    status === 401
+      ? ['Unauthorized', 'the server has asked for the client to provide credentials']
+      : status === 403
+        ? ['Forbidden', 'the server does not allow access to the requested resource']
+        : status === 404
+          ? ['NotFound', 'the server could not find the requested resource']
+          : ['InternalError', `an error on the server ("${text}") has prevented the request from succeeding`];
+  return new ApiError(status, reason, `${message} (get ${what.resource} ${what.name})`);
 }
 
 /** `nodes/<name>/proxy/<path>` → the kubelet's `/<path>` with the same query and method. */

@@ -111,7 +111,10 @@ export async function servePodLogs(
       );
     }
     const endpoint = podKubelet(registry, pod);
-    return relayResponse(ctx.kubelets, endpoint, containerLogsPath(pod, options), req, res);
+    return relayResponse(ctx.kubelets, endpoint, containerLogsPath(pod, options), req, res, {
+      resource: 'pods',
+      name,
+    });
   }
   const abort = new AbortController();
   res.on('close', () => abort.abort());

@@ -136,6 +136,16 @@ export class NodeAgent {
     this.podEvents = new PodEventSource(host.bus, (uid) => this.pods.get(uid));
   }
 
+  /**
+   * The port the kubelet API listens on, once its server has started (port 0 resolved): the Node's
+   * `daemonEndpoints.kubeletEndpoint.Port`, which the API server dials for logs, exec and metrics.
+   */
+  setKubeletPort(port: number): void {
+    if (this.identity.kubeletPort === port) return;
+    this.identity.kubeletPort = port;
+    this.nodeStatus?.kick();
+  }
+
   /** The node's allocatable resources and labels, as admission sees them. */
   get node(): NodeIdentity {
     return this.identity;

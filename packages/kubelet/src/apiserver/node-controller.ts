@@ -91,6 +91,11 @@ export class NodeStatusController {
     this.loop?.stop();
   }
 
+  /** A status sync now rather than at the next period (the identity changed). */
+  kick(): void {
+    this.loop?.kick();
+  }
+
   /**
    * A pressure condition from the eviction manager (True while under pressure). (The bus's
    * `[Node] Condition Changed` cannot carry it: its payload's `type` is shadowed by the envelope's.)
