@@ -82,6 +82,8 @@ export async function startKubeletStub(pkiDir: string): Promise<KubeletStub> {
     if (caller(req) !== 'kube-apiserver-kubelet-client') return void socket.destroy();
     if ((req.headers.upgrade ?? '').toLowerCase() === 'websocket') {
       ws.handleUpgrade(req, socket, head, (client) => {
+        // A broken frame from the client ends that connection (ws reports it as an error).
+        client.on('error', () => client.terminate());
         client.send(`hello from ${req.url}`);
         client.on('message', (data, binary) => client.send(data, { binary }));
       });

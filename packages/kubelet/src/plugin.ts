@@ -12,6 +12,7 @@ import {
 import { RouteTable } from './server/routes.js';
 import { kubeletConfigz } from './server/configz.js';
 import { installKubeletRoutes } from './server/kubelet-routes.js';
+import { installStreamingRoutes } from './server/streaming-routes.js';
 
 /** The running kubelet, for the host program (CLI, tests, embedders). */
 export const KubeletCapability = defineCapability<Kubelet>('kubelet', {
@@ -103,6 +104,7 @@ export const kubeletPlugin = definePlugin<KubeletPluginConfig>({
       configz: () => kubeletConfigz(ctx.config),
       logDir: ctx.config.server?.logDir,
     });
+    installStreamingRoutes(routes, kubelet, observability.runtime, logger);
     for (const route of observability.routes) {
       // Upstream's read-only port serves the metrics and stats too.
       routes.addRoute({

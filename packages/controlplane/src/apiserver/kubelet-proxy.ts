@@ -122,15 +122,10 @@ export async function proxyNode(
 export type StreamSubresource = 'exec' | 'attach' | 'portforward';
 
 /** The kubelet path of an upgraded pod stream, with the container checked as upstream does. */
-export function streamPath(
-  pod: KubeObject,
-  subresource: StreamSubresource,
-  q: URLSearchParams,
-  search: string,
-): string {
+export function streamPath(pod: KubeObject, subresource: StreamSubresource, q: URLSearchParams): string {
   const ns = encodeURIComponent(pod.metadata.namespace ?? 'default');
   const name = encodeURIComponent(pod.metadata.name ?? '');
-  if (subresource === 'portforward') return `/portForward/${ns}/${name}${search}`;
+  if (subresource === 'portforward') return `/portForward/${ns}/${name}${kubeletQuery(subresource, q)}`;
   if (pod.status?.phase === 'Succeeded' || pod.status?.phase === 'Failed') {
     throw badRequest(
       `cannot ${subresource} into a container in a completed pod; current phase is ${pod.status.phase}`,
@@ -157,7 +152,29 @@ export function streamPath(
     throw badRequest('command: you must specify at least 1 command');
   }
   const kubeletSub = subresource === 'exec' ? 'exec' : 'attach';
-  return `/${kubeletSub}/${ns}/${name}/${encodeURIComponent(container)}${search}`;
+  return `/${kubeletSub}/${ns}/${name}/${encodeURIComponent(container)}${kubeletQuery(subresource, q)}`;
+}
+
+/**
+ * The kubelet's query for a stream, as upstream's API server writes it (pkg/registry/core/pod
+ * streamParams): `command` repeated and `input`/`output`/`error`/`tty`=1 for exec and attach, `port`
+ * repeated for port-forward.
+ */
+function kubeletQuery(subresource: StreamSubresource, q: URLSearchParams): string {
+  const out = new URLSearchParams();
+  const on = (name: string) => /^(1|true)$/i.test(q.get(name) ?? '');
+  if (subresource === 'portforward') {
+    for (const p of q.getAll('ports').flatMap((v) => v.split(',')))
+      if (p.trim()) out.append('port', p.trim());
+  } else {
+    for (const c of q.getAll('command')) out.append('command', c);
+    if (on('stdin')) out.set('input', '1');
+    if (on('stdout')) out.set('output', '1');
+    if (on('stderr')) out.set('error', '1');
+    if (on('tty')) out.set('tty', '1');
+  }
+  const text = out.toString();
+  return text ? `?${text}` : '';
 }
 
 /**

@@ -294,7 +294,7 @@ export class ApiServer {
       if (!kubelets) throw new ApiError(503, 'ServiceUnavailable', 'this API server has no kubelet client');
       const { registry } = this.options;
       const pod = registry.get(registry.byStorage('pods'), decodeSegment(m[1]!), decodeSegment(m[2]!));
-      const kubeletPath = streamPath(pod, m[3] as StreamSubresource, url.searchParams, url.search);
+      const kubeletPath = streamPath(pod, m[3] as StreamSubresource, url.searchParams);
       const endpoint = podKubelet(registry, pod);
       await proxyUpgrade(kubelets, endpoint, kubeletPath, req, socket, head);
     } catch (err) {

@@ -54,8 +54,31 @@ const pick = <T>(rng: Rng, xs: readonly T[]): T => xs[Math.floor(rng() * xs.leng
 
 const badEscapes = ['%ff', '%', '%e0%a4', '%00', '%2f', '%%', '%zz', '%c0%af', '%ed%a0%80', '%0d%0a'];
 const pathNoise = ['..', '.', '', '//', '%2e%2e', 'é', '\u{1F600}', '*', ';', '?', '#', 'a'.repeat(5000)];
-const badValues = ['', '-1', 'abc', '1e309', '99999999999999999999999', '0x10', 'NaN', '%ff', 'true,false', ' '];
-const methods = ['GET', 'POST', 'PUT', 'DELETE', 'PATCH', 'HEAD', 'OPTIONS', 'CONNECT', 'TRACE', 'G\u0000T', 'get'];
+const badValues = [
+  '',
+  '-1',
+  'abc',
+  '1e309',
+  '99999999999999999999999',
+  '0x10',
+  'NaN',
+  '%ff',
+  'true,false',
+  ' ',
+];
+const methods = [
+  'GET',
+  'POST',
+  'PUT',
+  'DELETE',
+  'PATCH',
+  'HEAD',
+  'OPTIONS',
+  'CONNECT',
+  'TRACE',
+  'G\u0000T',
+  'get',
+];
 
 function mutatePath(rng: Rng, path: string): string {
   const [p, q = ''] = path.split('?', 2) as [string, string?];
@@ -145,7 +168,10 @@ export function* httpFuzzCases(count: number, opts: FuzzOptions): Generator<Fuzz
       case 3: {
         const size = pick(rng, [8 * 1024, 17 * 1024, 70 * 1024]);
         const header = rng() < 0.5 ? `X-Fuzz: ${'a'.repeat(size)}` : `${'X'.repeat(size)}: 1`;
-        yield { name: `#${i} header of ${size} bytes on ${path}`, bytes: request('GET', path, [...base, header]) };
+        yield {
+          name: `#${i} header of ${size} bytes on ${path}`,
+          bytes: request('GET', path, [...base, header]),
+        };
         break;
       }
       case 4: {
@@ -157,20 +183,32 @@ export function* httpFuzzCases(count: number, opts: FuzzOptions): Generator<Fuzz
           ['Content-Length: 99999999999999999999'],
         ]);
         const body = lying.includes('Transfer-Encoding: chunked') ? 'zz\r\nabc\r\n' : 'abc';
-        yield { name: `#${i} body ${lying.join(', ')} on ${path}`, bytes: request('POST', path, [...base, ...lying], body) };
+        yield {
+          name: `#${i} body ${lying.join(', ')} on ${path}`,
+          bytes: request('POST', path, [...base, ...lying], body),
+        };
         break;
       }
       case 5: {
         const target = rng() < 0.5 ? path : mutateQuery(rng, path, params);
-        const noise = Buffer.from(Array.from({ length: 1 + Math.floor(rng() * 40) }, () => Math.floor(rng() * 256)));
-        const line = rng() < 0.5 ? request('GET', target, base).subarray(0, 10 + Math.floor(rng() * 20)) : noise;
+        const noise = Buffer.from(
+          Array.from({ length: 1 + Math.floor(rng() * 40) }, () => Math.floor(rng() * 256)),
+        );
+        const line =
+          rng() < 0.5 ? request('GET', target, base).subarray(0, 10 + Math.floor(rng() * 20)) : noise;
         yield { name: `#${i} garbage (${line.length} bytes)`, bytes: line };
         break;
       }
       default: {
         const target = rng() < 0.7 ? pick(rng, upgrades) : mutateQuery(rng, pick(rng, upgrades), params);
         const ws = rng() < 0.5;
-        const protocol = pick(rng, ['v5.channel.k8s.io', 'v4.channel.k8s.io', 'portforward.k8s.io', 'bogus', '']);
+        const protocol = pick(rng, [
+          'v5.channel.k8s.io',
+          'v4.channel.k8s.io',
+          'portforward.k8s.io',
+          'bogus',
+          '',
+        ]);
         const upgrade = ws
           ? [
               'Connection: Upgrade',
@@ -180,8 +218,14 @@ export function* httpFuzzCases(count: number, opts: FuzzOptions): Generator<Fuzz
               `Sec-WebSocket-Protocol: ${protocol}`,
             ]
           : ['Connection: Upgrade', 'Upgrade: SPDY/3.1', `X-Stream-Protocol-Version: ${protocol}`];
-        const bytes = Buffer.concat([request(rng() < 0.9 ? 'POST' : 'GET', target, [...base, ...upgrade]), brokenFrames(rng)]);
-        yield { name: `#${i} ${ws ? 'websocket' : 'SPDY'} upgrade ${JSON.stringify(target)} then broken frames`, bytes };
+        const bytes = Buffer.concat([
+          request(rng() < 0.9 ? 'POST' : 'GET', target, [...base, ...upgrade]),
+          brokenFrames(rng),
+        ]);
+        yield {
+          name: `#${i} ${ws ? 'websocket' : 'SPDY'} upgrade ${JSON.stringify(target)} then broken frames`,
+          bytes,
+        };
       }
     }
   }
@@ -190,8 +234,16 @@ export function* httpFuzzCases(count: number, opts: FuzzOptions): Generator<Fuzz
 /**
  * Writes `bytes` on a connection and reads the first response head, then the body up to `maxBody` bytes
  * or until the server closes or `deadlineMs` ends (a streaming answer — follow=true — never ends by itself).
+ * `halfClose` ends the writing side after the bytes, so a truncated request ends at EOF rather than at the
+ * server's header timeout; TLS has no half-close (the server would close before it answers), so pass
+ * false there and let the deadline end the truncated ones.
  */
-export function sendRaw(socket: Duplex, bytes: Buffer, deadlineMs = 2000, maxBody = 64 * 1024): Promise<RawAnswer> {
+export function sendRaw(
+  socket: Duplex,
+  bytes: Buffer,
+  deadlineMs = 2000,
+  { maxBody = 64 * 1024, halfClose = true }: { maxBody?: number; halfClose?: boolean } = {},
+): Promise<RawAnswer> {
   return new Promise((resolve) => {
     let data = Buffer.alloc(0);
     let settled = false;
@@ -204,7 +256,12 @@ export function sendRaw(socket: Duplex, bytes: Buffer, deadlineMs = 2000, maxBod
       const end = text.indexOf('\r\n\r\n');
       const head = end >= 0 ? text.slice(0, end) : text;
       const match = /^HTTP\/1\.[01] (\d{3})/.exec(head);
-      resolve({ status: match ? Number(match[1]) : undefined, head, body: end >= 0 ? dechunk(head, text.slice(end + 4)) : '', closed });
+      resolve({
+        status: match ? Number(match[1]) : undefined,
+        head,
+        body: end >= 0 ? dechunk(head, text.slice(end + 4)) : '',
+        closed,
+      });
     };
     const timer = setTimeout(() => finish(false), deadlineMs);
     socket.on('data', (d: Buffer) => {
@@ -215,12 +272,13 @@ export function sendRaw(socket: Duplex, bytes: Buffer, deadlineMs = 2000, maxBod
       const length = /\r\ncontent-length: *(\d+)/i.exec(text.slice(0, end));
       if (length && data.length - (end + 4) >= Number(length[1])) finish(false);
       else if (data.length - (end + 4) >= maxBody) finish(false);
-      else if (/\r\ntransfer-encoding: *chunked/i.test(text.slice(0, end)) && text.endsWith('0\r\n\r\n')) finish(false);
+      else if (/\r\ntransfer-encoding: *chunked/i.test(text.slice(0, end)) && text.endsWith('0\r\n\r\n'))
+        finish(false);
     });
     socket.on('error', () => finish(true));
     socket.on('close', () => finish(true));
-    // Half-close after the bytes: a truncated request then ends at EOF instead of at the server's header timeout.
-    socket.end(bytes);
+    if (halfClose) socket.end(bytes);
+    else socket.write(bytes);
   });
 }
 
@@ -236,4 +294,52 @@ function dechunk(head: string, body: string): string {
     out += rest.slice(nl + 2, nl + 2 + size);
     rest = rest.slice(nl + 4 + size);
   }
+}
+
+/** What a fuzz run found: the answers by status, and the cases whose answer broke the rules. */
+export interface FuzzReport {
+  statuses: Map<number | undefined, number>;
+  failures: string[];
+}
+
+/**
+ * The rules every server of nodelet keeps: no 5xx, and a 4xx says what was wrong (a HEAD answer has no
+ * body to say it in). Undefined when `answer` keeps them, else what broke.
+ */
+export function breaksTheRules(c: FuzzCase, answer: RawAnswer): string | undefined {
+  if (answer.status !== undefined && answer.status >= 500) {
+    return `${c.name}: ${answer.status} ${answer.body.slice(0, 200)}`;
+  }
+  if (answer.status !== undefined && answer.status >= 400 && !c.head && answer.body.trim() === '') {
+    return `${c.name}: ${answer.status} without a message`;
+  }
+  return undefined;
+}
+
+/**
+ * Sends every case on a connection of its own, `concurrency` at a time (a slow answer — a truncated
+ * request waiting for its deadline — holds one slot, not a whole batch), judging each answer.
+ */
+export async function runFuzz(
+  cases: Iterable<FuzzCase>,
+  send: (bytes: Buffer) => Promise<RawAnswer>,
+  { concurrency = 16, judge = breaksTheRules }: { concurrency?: number; judge?: typeof breaksTheRules } = {},
+): Promise<FuzzReport> {
+  const report: FuzzReport = { statuses: new Map(), failures: [] };
+  const queue = cases[Symbol.iterator]();
+  const worker = async () => {
+    for (let next = queue.next(); !next.done; next = queue.next()) {
+      const answer = await send(next.value.bytes);
+      report.statuses.set(answer.status, (report.statuses.get(answer.status) ?? 0) + 1);
+      const failure = judge(next.value, answer);
+      if (failure) report.failures.push(failure);
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  return report;
+}
+
+/** `405: 12, 200: 3, none: 1` — for a test's log. */
+export function describeStatuses(statuses: Map<number | undefined, number>): string {
+  return [...statuses].map(([s, n]) => `${s ?? 'none'}: ${n}`).join(', ');
 }

@@ -1,82 +1,58 @@
 import { mkdtempSync, rmSync } from 'node:fs';
-import { Agent, request } from 'node:https';
+import { connect as tcpConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connect } from 'node:tls';
+import { connect, type TLSSocket } from 'node:tls';
 import test from 'ava';
 import { createLogger, EventBus, MemorySink, VirtualClock } from '@nodelet/kernel';
+import { breaksTheRules, describeStatuses, httpFuzzCases, runFuzz, sendRaw } from '@nodelet/kernel/testing';
 import { FakeRuntime } from '@nodelet/runtime-fake';
 import { Kubelet } from '../kubelet.js';
 import { makePod, TestSource } from '../test-harness.js';
 import { startKubeletServers } from './kubelet-server.js';
+import { kubeletRouteTable } from './kubelet-routes.js';
+import { ReadOnlyServer } from './read-only-server.js';
+import { installStreamingRoutes } from './streaming-routes.js';
 import { openServerConfig } from './test-server.js';
 
-/** A small deterministic PRNG (mulberry32), so a failing request can be found again. */
-function prng(seed: number) {
-  return () => {
-    seed = (seed + 0x6d2b79f5) | 0;
-    let x = Math.imul(seed ^ (seed >>> 15), 1 | seed);
-    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
-    return ((x ^ (x >>> 14)) >>> 0) / 4294967296;
-  };
-}
+// Requests that once ended the process (URIError from a malformed escape), replayed before the random ones.
+const crashCorpus = ['/pods/%ff/%ff/events', '/containerLogs/%ff/x/y', '/containerLogs/a/%e0%a4/c'];
 
-const prefixes = [
-  '/containerLogs/default/web/main',
-  '/containerLogs/',
+const fuzzPaths = [
+  '/containerLogs/default/web/main?tailLines=1',
+  '/containerLogs/default/web/main?follow=true&limitBytes=4',
   '/logs/',
-  '/pods/',
+  '/pods',
   '/pods/default/web/events',
-  '/healthz/',
+  '/healthz/syncloop',
   '/runningpods/',
   '/configz',
   '/spec/',
-  '/',
+  '/stats/summary',
+  '/metrics/resource',
 ];
-const pieces = [
-  '%ff',
-  '%',
-  '%2',
-  '%e0%a4',
-  '..',
-  '%2e%2e',
-  '/',
-  '//',
-  '\u00e9',
-  'x',
-  '%00',
-  '?',
-  '&',
-  '=',
-  '#',
+const upgradePaths = [
+  '/exec/default/web/main?command=sh&input=1&output=1&tty=1',
+  '/attach/default/web/main?output=1',
+  '/portForward/default/web?port=80',
 ];
 const params = [
   'follow',
   'previous',
-  'timestamps',
   'tailLines',
   'limitBytes',
   'sinceSeconds',
   'sinceTime',
-  'tail',
-];
-const values = [
-  '',
-  'true',
-  '-1',
-  '0',
-  '1e9',
-  '99999999999999999999',
-  'NaN',
-  '%ff',
-  '2026-01-01T00:00:00Z',
-  'x',
+  'timestamps',
+  'command',
+  'input',
+  'output',
+  'error',
+  'tty',
+  'port',
 ];
 
-// Corpus: requests that once crashed the kubelet (URIError from a malformed escape).
-const corpus = ['/pods/%ff/%ff/events', '/containerLogs/%ff/x/y', '/containerLogs/a/%e0%a4/c'];
-
-test('fuzz: random and mutated requests never take the server down and are never answered 5xx', async (t) => {
+test('10,000 random and mutated requests to the HTTPS and read-only ports: the kubelet never dies, never answers 5xx, every 4xx has a message', async (t) => {
   const clock = new VirtualClock();
   const logger = createLogger({ sink: new MemorySink().sink });
   const runtime = new FakeRuntime({ clock, logger, config: { writeLogs: true } });
@@ -93,70 +69,103 @@ test('fuzz: random and mutated requests never take the server down and are never
     },
   );
   await kubelet.start();
+  const routes = kubeletRouteTable(kubelet, logger, { logDir: dir });
+  installStreamingRoutes(routes, kubelet, runtime, logger);
   const servers = await startKubeletServers(
     kubelet,
-    openServerConfig(join(dir, 'pki'), { logDir: dir }),
+    { ...openServerConfig(join(dir, 'pki'), { logDir: dir }), readOnlyPort: 0 },
     logger,
+    { routes },
   );
-  const agent = new Agent({ keepAlive: true, maxSockets: 4, rejectUnauthorized: false });
   t.teardown(async () => {
-    agent.destroy();
     await servers.close();
     await kubelet.stop();
     rmSync(dir, { recursive: true, force: true });
   });
   source.set([makePod('web', {}, { 'runtime-fake.nodelet.dev/main': 'stdout="one\\ntwo"' })]);
   await clock.advance(2_000);
+
   const port = servers.securePort!;
-  const send = (path: string, method = 'GET') =>
-    new Promise<number>((resolve) => {
-      const req = request({ host: '127.0.0.1', port, path, method, agent }, (res) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode ?? 0));
-      });
-      req.on('error', () => resolve(-1));
-      req.end();
-    });
+  let session: Buffer | undefined;
+  const open = (): TLSSocket => {
+    const socket = connect({ host: '127.0.0.1', port, rejectUnauthorized: false, session });
+    socket.once('session', (s: Buffer) => (session = s));
+    return socket;
+  };
+  const send = (bytes: Buffer) => sendRaw(open(), bytes, 300, { halfClose: false });
 
-  const random = prng(20);
-  const pick = <T>(xs: readonly T[]) => xs[Math.floor(random() * xs.length)]!;
-  const paths = [...corpus];
-  for (let i = 0; i < 600; i++) {
-    let path = pick(prefixes);
-    for (let n = Math.floor(random() * 4); n > 0; n--) path += pick(pieces);
-    const query = Array.from({ length: Math.floor(random() * 4) }, () => `${pick(params)}=${pick(values)}`);
-    // follow would wait for the container: never with a running one in a fuzz run.
-    paths.push(`${path}${query.length ? `?${query.filter((q) => !q.startsWith('follow=')).join('&')}` : ''}`);
+  for (const path of crashCorpus) {
+    const a = await send(Buffer.from(`GET ${path} HTTP/1.1\r\nHost: x\r\n\r\n`));
+    t.is(a.status, 400, path);
+    t.regex(a.body, /malformed percent-escape/, path);
   }
-  const bad: string[] = [];
-  const seen = new Map<number, number>();
-  for (const path of paths) {
-    let status: number;
-    try {
-      status = await send(path, pick(['GET', 'GET', 'GET', 'HEAD', 'POST', 'DELETE', 'BREW']));
-    } catch {
-      status = -2; // Node refused to send it (an invalid path): nothing reached the server
-    }
-    if (status >= 500) bad.push(`${status} ${path}`);
-    seen.set(status, (seen.get(status) ?? 0) + 1);
-  }
-  t.deepEqual(bad, [], 'no 5xx');
-  t.log([...seen].sort().join(' '));
-
-  // Raw bytes: a huge header, a truncated request, garbage — each answered or closed, never fatal.
-  const raw = (bytes: string) =>
-    new Promise<string>((resolve) => {
-      const socket = connect({ host: '127.0.0.1', port, rejectUnauthorized: false }, () => socket.end(bytes));
-      let answer = '';
-      socket.on('data', (d: Buffer) => (answer += d.toString()));
-      socket.on('close', () => resolve(answer.split('\r\n')[0] ?? ''));
-      socket.on('error', () => resolve('error'));
-    });
-  t.regex(
-    await raw(`GET /pods HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(70_000)}\r\n\r\n`),
-    /^HTTP\/1\.1 431|^$/,
+  const { statuses, failures } = await runFuzz(
+    httpFuzzCases(10_000, { seed: 20, paths: fuzzPaths, upgradePaths, params }),
+    send,
   );
-  t.regex(await raw('GET /pods HTTP/1.1\r\nHost'), /^HTTP\/1\.1 400|^$/);
-  t.regex(await raw('\x00\x01\x02 garbage\r\n\r\n'), /^HTTP\/1\.1 400|^$/);
-  t.is(await send('/healthz'), 200, 'still serving');
+  t.log(describeStatuses(statuses));
+  t.deepEqual(failures.slice(0, 20), [], `${failures.length} bad answers`);
+  t.is((await send(Buffer.from('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n'))).status, 200, 'still serving');
+});
+
+test('without credentials: 401 with a message, or 4xx for what never reached authentication; the read-only port likewise never 5xx', async (t) => {
+  const clock = new VirtualClock();
+  const logger = createLogger({ sink: new MemorySink().sink });
+  const runtime = new FakeRuntime({ clock, logger });
+  const dir = mkdtempSync(join(tmpdir(), 'nodelet-fuzz-'));
+  const kubelet = new Kubelet(
+    { runtime, images: runtime, bus: new EventBus(clock, logger), clock, logger },
+    {
+      nodeName: 'node1',
+      hostIP: '192.0.2.10',
+      rootDir: join(dir, 'root'),
+      podLogsDir: join(dir, 'pods'),
+      sources: [new TestSource()],
+    },
+  );
+  await kubelet.start();
+  const config = openServerConfig(join(dir, 'pki'), { logDir: dir });
+  const servers = await startKubeletServers(
+    kubelet,
+    {
+      ...config,
+      readOnlyPort: 0,
+      authentication: { ...config.authentication, anonymous: { enabled: false } },
+    },
+    logger,
+  );
+  const readOnly = new ReadOnlyServer(servers.routes, logger);
+  const readOnlyPort = (await readOnly.listen(0)).port;
+  t.teardown(async () => {
+    await servers.close();
+    await readOnly.close();
+    await kubelet.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+  const port = servers.securePort!;
+  const secure = await runFuzz(
+    httpFuzzCases(2_000, { seed: 7, paths: fuzzPaths, upgradePaths, params }),
+    (bytes) =>
+      sendRaw(connect({ host: '127.0.0.1', port, rejectUnauthorized: false }), bytes, 300, {
+        halfClose: false,
+      }),
+    {
+      judge: (c, a) =>
+        breaksTheRules(c, a) ??
+        (a.status !== undefined && a.status < 400 ? `${c.name}: ${a.status} without credentials` : undefined),
+    },
+  );
+  t.deepEqual(secure.failures.slice(0, 20), [], `${secure.failures.length} bad answers`);
+  // The read-only port has no authentication; what it serves is the upstream subset.
+  const readOnlyRun = await runFuzz(
+    httpFuzzCases(2_000, { seed: 8, paths: fuzzPaths, upgradePaths, params }),
+    (bytes) => sendRaw(tcpConnect(readOnlyPort, '127.0.0.1'), bytes, 500),
+  );
+  t.deepEqual(
+    readOnlyRun.failures.slice(0, 20),
+    [],
+    `${readOnlyRun.failures.length} bad answers on the read-only port`,
+  );
+  const plain = await sendRaw(tcpConnect(port, '127.0.0.1'), Buffer.from('GET /pods HTTP/1.1\r\n\r\n'), 500);
+  t.is(plain.status, undefined, 'plain HTTP to the TLS port gets no HTTP answer');
 });
