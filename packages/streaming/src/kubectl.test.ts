@@ -9,7 +9,9 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { scriptedHandler } from './test-exec-handler.js';
-import { handleExecUpgrade } from './upgrade.js';
+import { handleExecUpgrade, handlePortForwardUpgrade } from './upgrade.js';
+import { spawn } from 'node:child_process';
+import type { Duplex } from 'node:stream';
 
 const kubectl = await new Promise<boolean>((resolve) =>
   execFile('kubectl', ['version', '--client'], (err) => resolve(!err)),
@@ -21,6 +23,22 @@ const POD = {
   metadata: { name: 'web', namespace: 'default', uid: 'u-1' },
   spec: { containers: [{ name: 'app', image: 'busybox' }] },
   status: { phase: 'Running', containerStatuses: [{ name: 'app', ready: true, state: { running: {} } }] },
+};
+
+/** Answers any request on a forwarded connection with a page naming the port. */
+const pageServer = {
+  forward(port: number, connection: Duplex): Promise<void> {
+    return new Promise((resolve) => {
+      connection.once('data', () => {
+        const body = `page on port ${port}\n`;
+        connection.end(
+          `HTTP/1.1 200 OK\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n${body}`,
+        );
+      });
+      connection.on('close', () => resolve());
+      connection.on('error', () => resolve());
+    });
+  },
 };
 
 const JSON_ROUTES: Record<string, unknown> = {
@@ -55,17 +73,15 @@ async function apiServer() {
   const server = http.createServer((req, res) => {
     const body = JSON_ROUTES[new URL(req.url ?? '/', 'http://x').pathname];
     if (body === undefined) {
-      res
-        .writeHead(404, { 'Content-Type': 'application/json' })
-        .end(
-          JSON.stringify({
-            kind: 'Status',
-            apiVersion: 'v1',
-            status: 'Failure',
-            reason: 'NotFound',
-            code: 404,
-          }),
-        );
+      res.writeHead(404, { 'Content-Type': 'application/json' }).end(
+        JSON.stringify({
+          kind: 'Status',
+          apiVersion: 'v1',
+          status: 'Failure',
+          reason: 'NotFound',
+          code: 404,
+        }),
+      );
       return;
     }
     res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify(body));
@@ -74,7 +90,10 @@ async function apiServer() {
     upgrades.push(String(req.headers.upgrade).toLowerCase());
     if (req.url?.startsWith('/api/v1/namespaces/default/pods/web/exec?'))
       handleExecUpgrade(req, socket, head, scriptedHandler);
-    else socket.destroy();
+    else if (req.url?.startsWith('/api/v1/namespaces/default/pods/web/portforward')) {
+      upgrades.push(`portforward ${String(req.headers['sec-websocket-protocol'] ?? req.headers.upgrade)}`);
+      handlePortForwardUpgrade(req, socket, head, pageServer);
+    } else socket.destroy();
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const dir = await mkdtemp(join(tmpdir(), 'kubectl-exec-'));
@@ -134,5 +153,48 @@ if (!kubectl) {
       t.is(cat.stdout, 'typed\n', `${transport}: ${cat.stderr}`);
       t.deepEqual(upgrades.splice(0), Array(3).fill(transport === 'spdy' ? 'spdy/3.1' : 'websocket'));
     }
+  });
+
+  test('kubectl port-forward: an HTTP GET through the forwarded 127.0.0.1 port returns the pod page', async (t) => {
+    const { server, kubeconfig, cacheDir, upgrades } = await apiServer();
+    t.teardown(() => server.close());
+    const child = spawn(
+      'kubectl',
+      ['--kubeconfig', kubeconfig, '--cache-dir', cacheDir, 'port-forward', 'pod/web', ':8080'],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
+    t.teardown(() => child.kill());
+    let output = '';
+    const localPort = await new Promise<number>((resolve, reject) => {
+      const timer = setTimeout(
+        () => reject(new Error(`kubectl port-forward did not start: ${output}`)),
+        20_000,
+      );
+      const onData = (d: Buffer) => {
+        output += d.toString();
+        const m = /Forwarding from 127\.0\.0\.1:(\d+) -> 8080/.exec(output);
+        if (m) {
+          clearTimeout(timer);
+          resolve(Number(m[1]));
+        }
+      };
+      child.stdout.on('data', onData);
+      child.stderr.on('data', onData);
+      child.on('exit', (code) => reject(new Error(`kubectl port-forward exited ${code}: ${output}`)));
+    });
+    const page = await new Promise<string>((resolve, reject) => {
+      http
+        .get({ host: '127.0.0.1', port: localPort, path: '/' }, (res) => {
+          let body = '';
+          res.on('data', (c: Buffer) => (body += c.toString()));
+          res.on('end', () => resolve(body));
+        })
+        .on('error', reject);
+    });
+    t.is(page, 'page on port 8080\n');
+    // kubectl 1.31+ tunnels SPDY in WebSocket first, falling back to SPDY only if that upgrade fails.
+    t.deepEqual(upgrades, ['websocket', 'portforward SPDY/3.1+portforward.k8s.io']);
   });
 }
