@@ -60,7 +60,6 @@ async function front(route: (req: http.IncomingMessage) => Promise<string>, kind
 if (containerd) {
   test.serial('exec and port-forward through containerd streaming URLs', async (t) => {
     const client = createCriClient(containerd.endpoint);
-    t.teardown(() => client.close()); // teardowns run last-first: this one after the pod's removal
     const uid = `streaming-${process.pid}`;
     const config = PodSandboxConfig.fromPartial({
       metadata: { name: 'streaming', namespace: 'streaming-test', uid, attempt: 0 },
@@ -69,7 +68,11 @@ if (containerd) {
       linux: { securityContext: { namespaceOptions: { network: NamespaceMode.POD } } },
     });
     const { podSandboxId } = await client.runtime.runPodSandbox({ config, runtimeHandler: '' });
-    t.teardown(() => removePod(client.runtime, podSandboxId));
+    // One teardown, in order: the pod goes first, then the connection it needs.
+    t.teardown(async () => {
+      await removePod(client.runtime, podSandboxId).catch(() => undefined);
+      client.close();
+    });
     const { containerId: id } = await client.runtime.createContainer({
       podSandboxId,
       sandboxConfig: config,
