@@ -132,3 +132,39 @@ test('bad requests are 400 naming the parameter or the missing subprotocol', asy
     message: /no supported WebSocket subprotocol/,
   });
 });
+
+test('a { url } target: SPDY clients are proxied byte for byte, WebSocket v5 clients translated to SPDY', async (t) => {
+  const runtime = await upgradeServer((req, socket, head) =>
+    handleExecUpgrade(req, socket, head, scriptedHandler),
+  );
+  t.teardown(runtime.close);
+  // The runtime's URL carries the command (its token, in a real runtime); the kubelet's query is for the client side.
+  const kubelet = await upgradeServer((req, socket, head) =>
+    handleExecUpgrade(req, socket, head, {
+      url: `${runtime.url}/exec/token?${q(['fail', '4'], 'stdout=1&stderr=1')}`,
+    }),
+  );
+  t.teardown(kubelet.close);
+  t.deepEqual(await runSpdy(kubelet.url, ['fail', '4']), { exitCode: 4, stdout: '', stderr: 'oops\n' });
+  const ws = await wsSession(
+    `${kubelet.url.replace('http', 'ws')}/exec/a/b/c?${q(['fail', '4'], 'stdout=1&stderr=1')}`,
+    ['v5.channel.k8s.io'],
+  );
+  t.is(ws.channels.get(Channel.stderr)?.toString(), 'oops\n');
+  t.like(JSON.parse(ws.channels.get(Channel.error)!.toString()), { reason: 'NonZeroExitCode' });
+});
+
+test('a { url } target that refuses connections: 502 naming the streaming server', async (t) => {
+  const kubelet = await upgradeServer((req, socket, head) =>
+    handleExecUpgrade(req, socket, head, { url: 'http://127.0.0.1:1/x' }),
+  );
+  t.teardown(kubelet.close);
+  const err = await t.throwsAsync(
+    dialSpdy(`${kubelet.url}/exec/a/b/c?command=x&stdout=1`, ['v4.channel.k8s.io']),
+    {
+      instanceOf: UpgradeRefusedError,
+    },
+  );
+  t.is(err?.statusCode, 502);
+  t.regex(err!.body, /error dialing the runtime's streaming server/);
+});

@@ -84,11 +84,32 @@ function acceptSpdy(socket: Duplex, head: Buffer, protocol: string): SpdySession
   return session;
 }
 
+/**
+ * `ws` refuses subprotocols that are not RFC 7230 tokens, and kubectl's tunnelling one has a '/':
+ * the request names it by this stand-in, and the answer gives the real name back.
+ */
+const TUNNEL_STAND_IN = 'spdy-3.1-tunnel.portforward.k8s.io';
+
 function webSocketServer(supported: readonly string[]): WebSocketServer {
   return new WebSocketServer({
     noServer: true,
-    handleProtocols: (offered) => [...offered].find((p) => supported.includes(p)) ?? false,
+    handleProtocols: (offered) => {
+      const chosen = [...offered]
+        .map((p) => (p === TUNNEL_STAND_IN ? PORT_FORWARD_TUNNEL_PROTOCOL : p))
+        .find((p) => supported.includes(p));
+      return chosen ?? false;
+    },
   });
+}
+
+function standInForTunnel(req: IncomingMessage): void {
+  const offered = headerValues(req.headers['sec-websocket-protocol']);
+  if (offered.includes(PORT_FORWARD_TUNNEL_PROTOCOL)) {
+    req.headers['sec-websocket-protocol'] = offered
+      .map((p) => (p === PORT_FORWARD_TUNNEL_PROTOCOL ? TUNNEL_STAND_IN : p))
+      .filter((p) => !p.includes('/'))
+      .join(', ');
+  }
 }
 
 const execWss = webSocketServer(WEBSOCKET_EXEC_PROTOCOLS);
@@ -209,6 +230,7 @@ export function handlePortForwardUpgrade(
       }
     }
     const handler = isUrlTarget(target) ? spdyPortForwardClient(target.url) : target;
+    standInForTunnel(req);
     portForwardWss.handleUpgrade(req, socket, head, (ws) => {
       if (ws.protocol === PORT_FORWARD_TUNNEL_PROTOCOL) {
         // SPDY frames inside WebSocket binary messages: unwrap and serve as SPDY.

@@ -1,5 +1,5 @@
-/** The fake runtime's ExecSync (handlers, then the default commands; timeouts on the clock); no streaming server. */
-import { deadlineExceeded, failedPrecondition, unimplemented } from '@nodelet/kernel';
+/** The fake runtime's ExecSync (handlers, then the default commands; timeouts on the clock) and streaming calls. */
+import { deadlineExceeded, failedPrecondition } from '@nodelet/kernel';
 import {
   type AttachRequest,
   type AttachResponse,
@@ -15,6 +15,8 @@ import { type ExecContext, type ExecResult } from './exec.js';
 import { containerStateName } from './records.js';
 import { ContainerApi } from './container-api.js';
 import { toBuffer } from './runtime-core.js';
+import { FakeStreamingServer, podEcho } from './streaming-server.js';
+import { execSessionHandler } from './streaming-exec.js';
 
 export abstract class ExecApi extends ContainerApi {
   async execSync(req: ExecSyncRequest): Promise<ExecSyncResponse> {
@@ -71,18 +73,37 @@ export abstract class ExecApi extends ContainerApi {
     };
   }
 
-  async exec(_req?: ExecRequest): Promise<ExecResponse> {
+  protected readonly streaming = new FakeStreamingServer();
+
+  /** A URL on the fake's streaming server, where the command runs through the same table as ExecSync. */
+  async exec(req: ExecRequest): Promise<ExecResponse> {
     this.check();
-    throw unimplemented('the fake runtime has no streaming server: Exec is not implemented (use ExecSync)');
+    const c = this.runningContainer(req.containerId);
+    return { url: await this.streaming.url({ kind: 'exec', handler: this.sessionHandler(c.id) }) };
   }
 
-  async attach(_req?: AttachRequest): Promise<AttachResponse> {
+  /** Attach has no process output to show in the fake: it ends when the client closes stdin. */
+  async attach(req: AttachRequest): Promise<AttachResponse> {
     this.check();
-    throw unimplemented('the fake runtime has no streaming server: Attach is not implemented');
+    const c = this.runningContainer(req.containerId);
+    return { url: await this.streaming.url({ kind: 'attach', handler: this.sessionHandler(c.id) }) };
   }
 
-  async portForward(_req?: PortForwardRequest): Promise<PortForwardResponse> {
+  async portForward(req: PortForwardRequest): Promise<PortForwardResponse> {
     this.check();
-    throw unimplemented('the fake runtime has no streaming server: PortForward is not implemented');
+    const s = this.mustSandbox(req.podSandboxId);
+    return { url: await this.streaming.url({ kind: 'portforward', handler: podEcho(s.metadata) }) };
+  }
+
+  private runningContainer(id: string) {
+    const c = this.mustContainer(id);
+    if (c.state !== ContainerState.CONTAINER_RUNNING) {
+      throw failedPrecondition(`container ${id} is not running (${containerStateName(c.state)})`);
+    }
+    return c;
+  }
+
+  private sessionHandler(containerId: string) {
+    return execSessionHandler((cmd) => this.execSync({ containerId, cmd, timeout: 0n }));
   }
 }

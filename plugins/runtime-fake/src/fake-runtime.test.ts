@@ -156,7 +156,7 @@ test('Status reports conditions; NetworkReady=false fails pod-network sandboxes 
       await t.throwsAsync(
         runtime.exec({ containerId: 'x', cmd: [], tty: false, stdin: false, stdout: true, stderr: true }),
       ),
-      'Unimplemented',
+      'NotFound',
     ),
   );
   t.true(
@@ -164,11 +164,11 @@ test('Status reports conditions; NetworkReady=false fails pod-network sandboxes 
       await t.throwsAsync(
         runtime.attach({ containerId: 'x', tty: false, stdin: false, stdout: true, stderr: true }),
       ),
-      'Unimplemented',
+      'NotFound',
     ),
   );
   t.true(
-    isErrorCode(await t.throwsAsync(runtime.portForward({ podSandboxId: 'x', port: [80] })), 'Unimplemented'),
+    isErrorCode(await t.throwsAsync(runtime.portForward({ podSandboxId: 'x', port: [80] })), 'NotFound'),
   );
 });
 

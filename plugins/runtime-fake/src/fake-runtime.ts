@@ -191,8 +191,9 @@ export class FakeRuntime extends ImageApi implements RuntimeService, ImageServic
     };
   }
 
-  /** Cancels every pending timer (scripted exits, stop deadlines, start delays). For shutdown. */
+  /** Cancels every pending timer (scripted exits, stop deadlines, start delays) and stops the streaming server. For shutdown. */
   close(): void {
+    this.streaming.close();
     for (const c of this.store.allContainers()) {
       this.lifecycle.release(c);
       if (c.starting) {

@@ -209,12 +209,14 @@ export class FrameParser {
       const lengthFlags = b.readUInt32BE(4);
       const length = lengthFlags & 0xffffff;
       const flags = lengthFlags >>> 24;
+      // Judge the version from the header alone: garbage must not make us wait for 16 MiB of payload.
+      if (b[0]! & 0x80 && (b.readUInt16BE(0) & 0x7fff) !== SPDY_VERSION) {
+        throw new SpdyProtocolError(`unsupported version ${b.readUInt16BE(0) & 0x7fff}`);
+      }
       if (b.length < 8 + length) break;
       const payload = b.subarray(8, 8 + length);
       this.buffer = b.subarray(8 + length);
       if (b[0]! & 0x80) {
-        const version = b.readUInt16BE(0) & 0x7fff;
-        if (version !== SPDY_VERSION) throw new SpdyProtocolError(`unsupported version ${version}`);
         const frame = decodeControl(b.readUInt16BE(2), flags, payload);
         if (frame) frames.push(frame);
       } else {

@@ -51,6 +51,14 @@ export function decodeHeaderBlock(block: Buffer): SpdyHeaders {
   return headers;
 }
 
+/** A non-final stored deflate block (RFC 1951 §3.2.4): byte-aligned, LEN, ~LEN, the bytes. */
+function storedBlock(data: Buffer): Buffer {
+  const head = Buffer.alloc(5);
+  head.writeUInt16LE(data.length, 1);
+  head.writeUInt16LE(~data.length & 0xffff, 3);
+  return Buffer.concat([head, data]);
+}
+
 /**
  * One direction's compressor. It writes the zlib stream in stored (uncompressed) blocks: a valid zlib
  * stream every inflater reads (it asks for no preset dictionary, so it needs none), and — unlike
@@ -65,15 +73,11 @@ export class HeaderCompressor {
       this.started = true;
       parts.push(Buffer.from([0x78, 0x01])); // deflate, 32K window, no preset dictionary
     }
-    for (let at = 0; at < plain.length || at === 0; at += 0xffff) {
-      const piece = plain.subarray(at, at + 0xffff);
-      const head = Buffer.alloc(5);
-      head[0] = 0; // not final, stored
-      head.writeUInt16LE(piece.length, 1);
-      head.writeUInt16LE(~piece.length & 0xffff, 3);
-      parts.push(head, piece);
-      if (plain.length === 0) break;
-    }
+    for (let at = 0; at < plain.length; at += 0xffff)
+      parts.push(storedBlock(plain.subarray(at, at + 0xffff)));
+    // An empty stored block ends each header block, as a sync flush does: Go's inflater reads the
+    // next block header right after a block's data, and must find one rather than the end of input.
+    parts.push(storedBlock(Buffer.alloc(0)));
     return Buffer.concat(parts);
   }
   close(): void {}
