@@ -79,14 +79,16 @@ export abstract class ExecApi extends ContainerApi {
   async exec(req: ExecRequest): Promise<ExecResponse> {
     this.check();
     const c = this.runningContainer(req.containerId);
-    return { url: await this.streaming.url({ kind: 'exec', handler: this.sessionHandler(c.id) }) };
+    const request = { cmd: req.cmd, stdin: req.stdin, stdout: req.stdout, stderr: req.stderr, tty: req.tty };
+    return { url: await this.streaming.url({ kind: 'exec', handler: this.sessionHandler(c.id), request }) };
   }
 
   /** Attach has no process output to show in the fake: it ends when the client closes stdin. */
   async attach(req: AttachRequest): Promise<AttachResponse> {
     this.check();
     const c = this.runningContainer(req.containerId);
-    return { url: await this.streaming.url({ kind: 'attach', handler: this.sessionHandler(c.id) }) };
+    const request = { stdin: req.stdin, stdout: req.stdout, stderr: req.stderr, tty: req.tty };
+    return { url: await this.streaming.url({ kind: 'attach', handler: this.sessionHandler(c.id), request }) };
   }
 
   async portForward(req: PortForwardRequest): Promise<PortForwardResponse> {

@@ -20,8 +20,25 @@ import {
 } from '@nodelet/streaming';
 
 type Session =
-  | { kind: 'exec' | 'attach'; handler: RemoteCommandHandler }
+  | { kind: 'exec' | 'attach'; handler: RemoteCommandHandler; request: StreamRequest }
   | { kind: 'portforward'; handler: PortForwardHandler };
+
+/** What the CRI Exec/Attach request asked for; the URL's token stands for it, as in containerd. */
+export interface StreamRequest {
+  cmd?: string[];
+  stdin: boolean;
+  stdout: boolean;
+  stderr: boolean;
+  tty: boolean;
+}
+
+/** The request as the protocol code reads it (the query of an exec URL). */
+function requestQuery(r: StreamRequest): string {
+  const q = new URLSearchParams();
+  for (const c of r.cmd ?? []) q.append('command', c);
+  for (const name of ['stdin', 'stdout', 'stderr', 'tty'] as const) if (r[name]) q.set(name, '1');
+  return q.toString();
+}
 
 export class FakeStreamingServer {
   private server?: Promise<{ server: http.Server; base: string }>;
@@ -64,6 +81,8 @@ export class FakeStreamingServer {
     if (!session || session.kind !== kind)
       return rejectUpgrade(socket, 404, 'unknown or used streaming token');
     this.sessions.delete(token!);
+    // The streams come from the CRI request the token was made for, not from the client.
+    if (session.kind !== 'portforward') req.url = `/${kind}/${token}?${requestQuery(session.request)}`;
     if (session.kind === 'portforward') handlePortForwardUpgrade(req, socket, head, session.handler);
     else if (session.kind === 'exec') handleExecUpgrade(req, socket, head, session.handler);
     else handleAttachUpgrade(req, socket, head, session.handler);
