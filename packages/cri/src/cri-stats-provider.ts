@@ -132,13 +132,19 @@ export class CriStatsProvider implements StatsProvider {
   /** Running containers' stats by sandbox id: the pod-level call first, the container call otherwise. */
   private async containerStatsBySandbox(): Promise<Map<string, CriContainerStats[]>> {
     const bySandbox = new Map<string, CriContainerStats[]>();
-    try {
-      const { stats } = await this.runtime.listPodSandboxStats({});
-      for (const s of stats) bySandbox.set(s.attributes?.id ?? '', s.linux?.containers ?? []);
-      this.sandboxNetwork = new Map(stats.map((s) => [s.attributes?.id ?? '', s.linux?.network]));
-      return bySandbox;
-    } catch (err) {
-      if (!isErrorCode(err, 'Unimplemented')) throw err;
+    if (this.podStatsUsable) {
+      try {
+        const { stats } = await this.runtime.listPodSandboxStats({});
+        for (const s of stats) bySandbox.set(s.attributes?.id ?? '', s.linux?.containers ?? []);
+        this.sandboxNetwork = new Map(stats.map((s) => [s.attributes?.id ?? '', s.linux?.network]));
+        return bySandbox;
+      } catch (err) {
+        // Unimplemented, or a runtime that cannot give them for these sandboxes (containerd 1.6 wants a
+        // pod cgroup: "cgroupPath is empty"): the container-level call serves from now on, as upstream's
+        // kubelet does without PodAndContainerStatsFromCRI.
+        if (!isErrorCode(err, 'Unimplemented') && !/cgroup/i.test(String((err as Error)?.message))) throw err;
+        this.podStatsUsable = false;
+      }
     }
     this.sandboxNetwork = new Map();
     const [{ stats }, { containers }] = await Promise.all([
@@ -157,6 +163,7 @@ export class CriStatsProvider implements StatsProvider {
   }
 
   private sandboxNetwork = new Map<string, NetworkUsage | undefined>();
+  private podStatsUsable = true;
 
   private container(
     podUid: string,

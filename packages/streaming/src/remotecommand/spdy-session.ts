@@ -3,7 +3,7 @@
  * one SPDY stream per channel, named by its `streamtype` header; the server replies to each, runs the
  * command once all expected streams are there, then writes the error stream and ends the session.
  */
-import { Subject } from 'rxjs';
+import { ReplaySubject } from 'rxjs';
 import { SpdySession, type SpdyStream } from '../spdy/session.js';
 import type { RemoteCommandHandler } from './handler.js';
 import {
@@ -82,7 +82,8 @@ export async function serveExecSpdy(
     session.goAway();
     return;
   }
-  const resize$ = new Subject<TerminalSize>();
+  // Replayed: the client sends its size at once, before a runtime session (the translator's) subscribes.
+  const resize$ = new ReplaySubject<TerminalSize>(1);
   const resizeStream = streams.get('resize');
   if (resizeStream) {
     const decoder = new ResizeDecoder();

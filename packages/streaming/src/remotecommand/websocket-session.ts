@@ -4,7 +4,7 @@
  * channel 255, whose message [255, n] half-closes the client's channel n (stdin).
  */
 import { PassThrough, Writable } from 'node:stream';
-import { Subject } from 'rxjs';
+import { ReplaySubject } from 'rxjs';
 import type { WebSocket } from 'ws';
 import type { RemoteCommandHandler } from './handler.js';
 import {
@@ -58,7 +58,8 @@ export async function serveExecWebSocket(
   const base64 = protocol.includes('base64');
   const send = channelSender(ws, base64);
   const stdin = options.stdin ? new PassThrough() : undefined;
-  const resize$ = new Subject<TerminalSize>();
+  // Replayed: the client sends its size at once, before a runtime session (the translator's) subscribes.
+  const resize$ = new ReplaySubject<TerminalSize>(1);
   const resizes = new ResizeDecoder();
   ws.on('message', (raw: Buffer, isBinary: boolean) => {
     const msg = decodeChannelMessage(raw, isBinary, base64);

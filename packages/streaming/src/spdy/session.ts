@@ -11,15 +11,13 @@ import { Duplex } from 'node:stream';
 import { encodeFrame, FLAG_FIN, type Frame, FrameParser, RstStatus, SpdyProtocolError } from './frames.js';
 import { HeaderCompressor, HeaderDecompressor, type SpdyHeaders } from './header-block.js';
 
-/** Receive window each side starts with (§2.6.8 default) and the size of the DATA frames we send. */
-const INITIAL_WINDOW = 64 * 1024;
+/** The size of the DATA frames we send (half the §2.6.8 default window). */
 const MAX_DATA_FRAME = 32 * 1024;
 
 export class SpdyStream extends Duplex {
   /** Headers of the SYN_STREAM (for streams the peer opened) or of the SYN_REPLY (for ours, once replied). */
   headers: SpdyHeaders;
   private replySent = false;
-  private consumed = 0;
   private readonly replyWaiters: { resolve: (h: SpdyHeaders) => void; reject: (e: Error) => void }[] = [];
   replied = false;
 
@@ -87,16 +85,13 @@ export class SpdyStream extends Duplex {
     for (const w of this.replyWaiters.splice(0)) w.resolve(headers);
   }
 
-  /** @internal data from the peer; the window is given back as it arrives (we buffer, not the peer). */
+  /**
+   * @internal data from the peer. No WINDOW_UPDATE goes back: the peers of this protocol (spdystream in
+   * kubectl, containerd, CRI-O) neither send nor honour them, and one arriving after such a peer closed
+   * made its kernel reset the connection — which dropped output still in flight to us.
+   */
   receivedData(data: Buffer, fin: boolean): void {
-    if (data.length > 0 && !this.readableEnded) {
-      this.push(data);
-      this.consumed += data.length;
-      if (this.consumed >= INITIAL_WINDOW / 2) {
-        this.session.send({ type: 'window_update', streamId: this.id, delta: this.consumed });
-        this.consumed = 0;
-      }
-    }
+    if (data.length > 0 && !this.readableEnded) this.push(data);
     if (fin) this.push(null);
   }
 }
@@ -117,6 +112,7 @@ export class SpdySession extends EventEmitter<{ stream: [SpdyStream]; close: [];
   private sendQueue: Promise<void> = Promise.resolve();
   private recvQueue: Promise<void> = Promise.resolve();
   private closed = false;
+  private closing = false;
 
   constructor(
     readonly socket: Duplex,
@@ -125,9 +121,25 @@ export class SpdySession extends EventEmitter<{ stream: [SpdyStream]; close: [];
     super();
     this.nextId = options.server ? 2 : 1;
     socket.on('data', (chunk: Buffer) => this.feed(chunk));
-    socket.on('error', () => this.close());
-    socket.on('close', () => this.close());
-    socket.on('end', () => this.close());
+    // A reset (the peer closed while our window updates were in flight) is a hang-up too.
+    socket.on('error', () => this.peerClosed());
+    socket.on('close', () => this.peerClosed());
+    socket.on('end', () => this.peerClosed());
+  }
+
+  /**
+   * The peer hung up: the frames it sent before are still in the receive queue (header blocks are
+   * inflated asynchronously), so they are delivered first, and each stream ends — its readers get what
+   * it buffered, then EOF — before the session closes. (Closing at once cut a large exec output short.)
+   */
+  private peerClosed(): void {
+    if (this.closed || this.closing) return;
+    this.closing = true;
+    void this.recvQueue.then(async () => {
+      for (const s of this.streams.values()) if (!s.readableEnded) s.push(null);
+      await new Promise<void>((resolve) => setImmediate(resolve));
+      this.close();
+    });
   }
 
   /** Opens a stream (SYN_STREAM); wait for `waitReply()` before relying on the peer having it. */
