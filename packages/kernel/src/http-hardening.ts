@@ -1,6 +1,6 @@
 import type { Server as HttpServer } from 'node:http';
 import type { Server as HttpsServer } from 'node:https';
-import type { Socket } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 
 /**
  * What every server nodelet serves does with a request Node's HTTP parser rejects (bad request line, a header
@@ -44,4 +44,28 @@ export function hardenHttpServer(server: HttpServer | HttpsServer): void {
   // A client that opens connections and sends nothing (or a header a byte a minute) holds no socket forever.
   server.headersTimeout = 60_000;
   server.requestTimeout = 0; // streaming answers (logs -f, exec) last as long as the client wants
+}
+
+/**
+ * `server.listen(port, host)` as a promise of the address it got; a port in use is `inUse` (the message
+ * that names the flag and the config field to change), any other error as it is.
+ */
+export function listenHttp(
+  server: HttpServer | HttpsServer,
+  port: number,
+  host: string,
+  inUse: string,
+): Promise<AddressInfo> {
+  return new Promise((resolve, reject) => {
+    server.once('error', (err: NodeJS.ErrnoException) =>
+      reject(err.code === 'EADDRINUSE' ? new Error(inUse) : err),
+    );
+    server.listen(port, host, () => resolve(server.address() as AddressInfo));
+  });
+}
+
+/** Closes the server and every connection it holds (keep-alive, followed logs, watches). */
+export function closeHttp(server: HttpServer | HttpsServer): Promise<void> {
+  server.closeAllConnections();
+  return new Promise((resolve) => server.close(() => resolve()));
 }

@@ -1,6 +1,6 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type Clock, hardenHttpServer, type Logger } from '@nodelet/kernel';
+import { type Clock, closeHttp, hardenHttpServer, listenHttp, type Logger } from '@nodelet/kernel';
 
 /** The proxy's sync timestamps (clock milliseconds; 0 = never). */
 export interface ProxyHealthSnapshot {
@@ -138,20 +138,13 @@ export class HealthzServer {
       }
     });
     hardenHttpServer(server);
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', (err: NodeJS.ErrnoException) =>
-        reject(
-          err.code === 'EADDRINUSE'
-            ? new Error(
-                `healthz address ${host}:${port} is already in use; choose another with --healthz-bind-address or the config field healthzBindAddress ("" disables it)`,
-              )
-            : err,
-        ),
-      );
-      server.listen(port, host, () => resolve());
-    });
+    const info = await listenHttp(
+      server,
+      port,
+      host,
+      `healthz address ${host}:${port} is already in use; choose another with --healthz-bind-address or the config field healthzBindAddress ("" disables it)`,
+    );
     this.server = server;
-    const info = server.address() as AddressInfo;
     this.logger.info('proxy healthz listening', { address: `${info.address}:${info.port}` });
     return info;
   }
@@ -160,7 +153,6 @@ export class HealthzServer {
     const server = this.server;
     if (!server) return;
     this.server = undefined;
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await closeHttp(server);
   }
 }

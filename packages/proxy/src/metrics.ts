@@ -5,7 +5,14 @@
  */
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Clock, EventBus, Logger } from '@nodelet/kernel';
+import {
+  type Clock,
+  closeHttp,
+  type EventBus,
+  hardenHttpServer,
+  listenHttp,
+  type Logger,
+} from '@nodelet/kernel';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { Subscription } from 'rxjs';
 import { healthzBody, type ProxyHealth } from './health.js';
@@ -136,20 +143,14 @@ export class MetricsServer {
         res.writeHead(404, { 'content-type': 'text/plain' }).end('404 page not found\n');
       }
     });
-    await new Promise<void>((resolve, reject) => {
-      server.once('error', (err: NodeJS.ErrnoException) =>
-        reject(
-          err.code === 'EADDRINUSE'
-            ? new Error(
-                `metrics address ${host}:${port} is already in use; choose another with --metrics-bind-address or the config field metricsBindAddress ("" disables it)`,
-              )
-            : err,
-        ),
-      );
-      server.listen(port, host, () => resolve());
-    });
+    hardenHttpServer(server);
+    const info = await listenHttp(
+      server,
+      port,
+      host,
+      `metrics address ${host}:${port} is already in use; choose another with --metrics-bind-address or the config field metricsBindAddress ("" disables it)`,
+    );
     this.server = server;
-    const info = server.address() as AddressInfo;
     this.logger.info('proxy metrics listening', { address: `${info.address}:${info.port}` });
     return info;
   }
@@ -158,7 +159,6 @@ export class MetricsServer {
     const server = this.server;
     if (!server) return;
     this.server = undefined;
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await closeHttp(server);
   }
 }
