@@ -39,7 +39,7 @@ export function containerLogsHandler(kubelet: Kubelet, logger: Logger) {
     res.writeHead(200, { 'content-type': 'text/plain; charset=utf-8' });
     res.write(renderer.first(read.text));
     if (!options.follow || options.previous || renderer.exhausted) {
-      res.end();
+      res.end(renderer.end());
       return;
     }
     const abort = new AbortController();
@@ -65,6 +65,6 @@ export function containerLogsHandler(kubelet: Kubelet, logger: Logger) {
         err: errorMessage(err),
       });
     }
-    res.end();
+    res.end(renderer.end());
   };
 }

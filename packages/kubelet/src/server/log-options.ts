@@ -107,6 +107,16 @@ export class LogRenderer {
     return this.emit(this.lines(chunk));
   }
 
+  /**
+   * At the end of what is served: the pieces of a line whose end was never written (a container that
+   * printed "admin" without a newline and exited), shown as they are, as upstream's reader does.
+   */
+  end(): string {
+    const open = this.open;
+    this.open = undefined;
+    return open ? this.emit([open]) : '';
+  }
+
   private lines(chunk: string): { stamp: string; time: bigint; text: string }[] {
     const text = this.rest + chunk;
     const end = text.lastIndexOf('\n');
