@@ -299,6 +299,7 @@ test.serial(
       'events.k8s.io',
       // Served by the API server itself (no metrics-server to install): kubectl top works.
       'metrics.k8s.io',
+      'rbac.authorization.k8s.io',
     ]);
     const index = await c.api('GET', '/openapi/v3');
     const url = index.json.paths['api/v1'].serverRelativeURL;

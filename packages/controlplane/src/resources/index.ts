@@ -4,6 +4,7 @@ import { selfSubjectReviews, tokenReviews } from './authentication.js';
 import { selfSubjectAccessReviews, subjectAccessReviews } from './authorization.js';
 import { certificateSigningRequests } from './certificates.js';
 import { pods } from './pods.js';
+import { clusterRoleBindings, clusterRoles, roleBindings, roles } from './rbac.js';
 import { makeServices } from './services.js';
 import { configMaps, secrets } from './config-data.js';
 import { endpointSlices } from './endpoint-slices.js';
@@ -32,6 +33,10 @@ export function servedResources(allocator: ServiceAllocator): ResourceType[] {
     selfSubjectReviews,
     subjectAccessReviews,
     selfSubjectAccessReviews,
+    clusterRoles,
+    clusterRoleBindings,
+    roles,
+    roleBindings,
   ];
 }
 
