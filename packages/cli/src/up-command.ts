@@ -30,10 +30,16 @@ Flags:
                       without root; none runs no proxy)
   --config FILE       a NodeletConfiguration whose proxy: section configures the proxy, as for
                       nodelet proxy --config (mode, iptables/nftables/ipvs sections, minSyncPeriod, …)
+  --token-auth-file FILE
+                      static bearer tokens, one token,user,uid,"group1,group2" line each
+                      (kube-apiserver's --token-auth-file)
+  --user NAME=ROLE    write <data-dir>/users/NAME.kubeconfig (a client certificate for NAME) and bind
+                      NAME to the ClusterRole ROLE (view, edit, admin, …); may be repeated
   --v N               log verbosity: 0-1 info, 2 and up debug (default 0)
   -h, --help          show this help
 
-The admin kubeconfig is written to <data-dir>/kubeconfig; node N's state is under <data-dir>/nodes/<N>.
+The admin kubeconfig (system:masters) is written to <data-dir>/kubeconfig; node N's state is under
+<data-dir>/nodes/<N>. Every other identity gets what RBAC and the Node authorizer grant it.
 Objects survive a restart with the same --data-dir. Stop it with SIGINT or SIGTERM.
 
 The proxy lists and watches Services and EndpointSlices of the embedded API server, as the first node
@@ -44,6 +50,7 @@ nodelet up stops, so running pods stay reachable; nodelet proxy --cleanup remove
 Examples:
   nodelet up
   kubectl --kubeconfig ~/.nodelet/kubeconfig get nodes
+  nodelet up --user alice=view && kubectl --kubeconfig ~/.nodelet/users/alice.kubeconfig auth can-i --list
   sudo nodelet up --runtime containerd --proxy-mode nftables
 `;
 
@@ -56,6 +63,8 @@ const options = {
   'hostname-override': { type: 'string' },
   'proxy-mode': { type: 'string' },
   config: { type: 'string' },
+  'token-auth-file': { type: 'string' },
+  user: { type: 'string', multiple: true },
   v: { type: 'string', short: 'v' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -70,6 +79,10 @@ export interface UpFlags {
   /** Undefined: from --config, else iptables as root and userspace otherwise. */
   proxyMode?: string;
   config?: string;
+  /** kube-apiserver's --token-auth-file. */
+  tokenAuthFile?: string;
+  /** `--user alice=view`: a kubeconfig for each user, bound to the ClusterRole. */
+  users: { name: string; clusterRole: string }[];
   v: number;
 }
 
@@ -101,6 +114,15 @@ export function parseUpArgs(args: readonly string[]): { help: boolean; flags: Up
       `flag --address must be an IP address of this machine (e.g. 127.0.0.1, 0.0.0.0 or the CNI bridge's 10.88.0.1), got ${JSON.stringify(values.address)}`,
     );
   }
+  const users = (values.user ?? []).map((spec) => {
+    const m = /^([A-Za-z0-9:._@-]+)=([A-Za-z0-9:._-]+)$/.exec(spec);
+    if (!m) {
+      throw new CliError(
+        `flag --user must be NAME=CLUSTERROLE (e.g. --user alice=view), got ${JSON.stringify(spec)}`,
+      );
+    }
+    return { name: m[1]!, clusterRole: m[2]! };
+  });
   return {
     help: !!values.help,
     flags: {
@@ -112,6 +134,10 @@ export function parseUpArgs(args: readonly string[]): { help: boolean; flags: Up
       hostnameOverride,
       ...(values['proxy-mode'] !== undefined ? { proxyMode: values['proxy-mode'] } : {}),
       ...(values.config !== undefined ? { config: resolve(values.config) } : {}),
+      ...(values['token-auth-file'] !== undefined
+        ? { tokenAuthFile: resolve(values['token-auth-file']) }
+        : {}),
+      users,
       v: intFlag('v', values.v?.replace(/^=/, ''), 0, 10) ?? 0,
     },
   };
@@ -153,7 +179,12 @@ export async function runUp(
   const kernel = new Kernel({ logger });
   kernel.use(
     controlPlanePlugin,
-    { dataDir: flags.dataDir, port: flags.port, bindAddress: flags.address },
+    {
+      dataDir: flags.dataDir,
+      port: flags.port,
+      bindAddress: flags.address,
+      ...(flags.tokenAuthFile ? { tokenAuthFile: flags.tokenAuthFile } : {}),
+    },
     'nodelet up flags',
   );
   await kernel.start();
@@ -172,7 +203,12 @@ export async function runUp(
   stops.push(() => kernel.stop());
   let proxyLine = 'proxy: none\n';
   let kubeletLines = '';
+  let userLines = '';
   try {
+    for (const { name, clusterRole } of flags.users) {
+      cp.bindUser(name, clusterRole);
+      userLines += `kubeconfig for ${name} (ClusterRole ${clusterRole}): ${await cp.userKubeconfig(name)}\n`;
+    }
     for (const name of nodeNames) {
       const nodeDir = join(flags.dataDir, 'nodes', name);
       const setup = resolveKubeletSetup(
@@ -219,8 +255,9 @@ export async function runUp(
       kubeletLines += `kubelet ${name}: https://127.0.0.1:${port}\n`;
     }
     if (proxySetup) {
-      // The admin credentials: the embedded API server has one authority, and the proxy is part of it.
-      proxySetup.api = { kubeconfig: cp.kubeconfigPath };
+      // kube-proxy's identity, which the bootstrap policy binds to system:node-proxier: it reads
+      // Services, EndpointSlices and Nodes and writes Events, nothing else.
+      proxySetup.api = { kubeconfig: await cp.userKubeconfig('system:kube-proxy') };
       const proxyLogger = logger.child('proxy');
       const { buildProxyKernel, cleanupModes } = await import('./proxy-kernel.js');
       if (env.isRoot) await cleanupModes(proxyLogger.child('cleanup'), proxySetup.mode);
@@ -251,6 +288,7 @@ export async function runUp(
       proxyLine +
       kubeletLines +
       `kubeconfig: ${cp.kubeconfigPath}\n` +
+      userLines +
       `kubelet client certificate: ${join(flags.dataDir, 'pki', 'admin.crt')} (and admin.key; nodelet logs --server <kubelet> --client-certificate … --client-key …)\n` +
       `try: kubectl --kubeconfig ${cp.kubeconfigPath} get nodes\n`,
   );

@@ -12,13 +12,14 @@ import { EndpointSliceController } from './controllers/endpointslice-controller.
 import { NamespaceController } from './controllers/namespace-controller.js';
 import { Scheduler } from './controllers/scheduler.js';
 import { Authenticator } from './apiserver/authentication.js';
+import { StaticTokens } from './apiserver/token-file.js';
 import { ensureServiceAccountKey } from './serviceaccount/signing-key.js';
 import { ServiceAccountTokens } from './serviceaccount/tokens.js';
 import { KubeletClient } from './apiserver/kubelet-client.js';
 import { ResourceMetrics } from './metrics/resource-metrics.js';
 import { CsrController } from './controllers/csr-controller.js';
 import { advertiseAddress, ensureBootstrapToken, ensureClusterObjects } from './cluster-bootstrap.js';
-import { ensureNodeCert, ensurePki, writeKubeconfig, type KeyPair, type Pki } from './pki.js';
+import { ensureNodeCert, ensurePki, ensureUserCert, writeKubeconfig, type KeyPair, type Pki } from './pki.js';
 import { parseCidr, parsePortRange, ServiceAllocator } from './resources/allocators.js';
 import { servedResources } from './resources/index.js';
 import { RevisionStore } from './storage/revision-store.js';
@@ -66,6 +67,13 @@ export interface ControlPlaneOptions {
    * year and only warn after 3607 s (upstream's --service-account-extend-token-expiration; default true).
    */
   extendTokenExpiration?: boolean;
+  /** Static bearer tokens (kube-apiserver's --token-auth-file: `token,user,uid,"groups"` lines). */
+  tokenAuthFile?: string;
+  /**
+   * Paths a request without credentials may read as system:anonymous (default /healthz, /livez,
+   * /readyz, /version and below; [] turns anonymous off).
+   */
+  anonymousPaths?: readonly string[];
 }
 
 export interface Controller {
@@ -154,6 +162,8 @@ export class ControlPlane {
   async start(): Promise<void> {
     const o = this.options;
     const logger = o.logger;
+    // Read before anything opens, so a bad file stops the start with nothing to undo.
+    const staticTokens = o.tokenAuthFile ? await StaticTokens.load(o.tokenAuthFile) : undefined;
     await mkdir(this.dataDir, { recursive: true, mode: 0o700 });
     const advertise = advertiseAddress(o.bindAddress ?? '127.0.0.1');
     this.pki = await ensurePki(join(this.dataDir, 'pki'), this.allocator.firstIP, undefined, [advertise]);
@@ -207,7 +217,13 @@ export class ControlPlane {
     this.metrics = new ResourceMetrics({ store, kubelets, clock: o.clock, logger: logger.child('metrics') });
     this.controllers.push(this.metrics);
     const server = new ApiServer({
-      authenticator: new Authenticator({ store, clock: o.clock, serviceAccounts }),
+      authenticator: new Authenticator({
+        store,
+        clock: o.clock,
+        serviceAccounts,
+        ...(staticTokens ? { staticTokens } : {}),
+        ...(o.anonymousPaths ? { anonymousPaths: o.anonymousPaths } : {}),
+      }),
       tokenRequests: {
         store,
         clock: o.clock,
@@ -309,6 +325,40 @@ export class ControlPlane {
       user: `system:node:${node}`,
     });
     return path;
+  }
+
+  /**
+   * Writes a kubeconfig for `user` (a client certificate with CN `user` and O `groups`) and returns its
+   * path: `<dataDir>/users/<user>.kubeconfig`. The user may do what RBAC grants its name and groups.
+   */
+  async userKubeconfig(user: string, groups: readonly string[] = []): Promise<string> {
+    if (!this.pki) throw new Error('the control plane is not started');
+    const pair = await ensureUserCert(this.pki, user, groups);
+    const path = join(this.dataDir, 'users', `${user}.kubeconfig`);
+    await writeKubeconfig(path, { server: this.serverUrl, ca: this.pki.ca.cert, client: pair, user });
+    return path;
+  }
+
+  /**
+   * Grants `user` a ClusterRole cluster-wide with the ClusterRoleBinding `nodelet:user:<user>` (made or
+   * pointed at `clusterRole`), for trying RBAC with `nodelet up --user`.
+   */
+  bindUser(user: string, clusterRole: string): void {
+    const registry = this.registry;
+    const name = `nodelet:user:${user}`;
+    const binding = {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: clusterRole },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: user }],
+    };
+    const t = registry.byStorage('clusterrolebindings');
+    const existing = registry.store.get('clusterrolebindings', '', name)?.object;
+    // roleRef cannot change on update: a binding to another role is replaced.
+    if (existing && existing.roleRef?.name === clusterRole) return;
+    if (existing) registry.forceRemove('clusterrolebindings', '', name);
+    registry.create(t, '', binding);
   }
 
   /** Ends every open watch; clients watch again from their last resourceVersion. Returns how many ended. */

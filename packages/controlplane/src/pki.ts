@@ -215,13 +215,51 @@ export async function ensurePki(
 
 /** A node's client certificate (`system:node:<name>`), made once and reused. */
 export async function ensureNodeCert(pki: Pki, node: string, now = Date.now()): Promise<KeyPair> {
-  const dir = join(pki.dir, 'nodes');
-  let pair = await readPair(dir, node);
-  if (!pair || !usable(pair, pki.ca, now)) {
-    pair = await issue(pki.ca, { subject: `CN=system:node:${node}, O=system:nodes`, usage: 'client' }, now);
-    await writePair(dir, node, pair);
+  return ensureClientCert(pki, 'nodes', node, `CN=system:node:${node}, O=system:nodes`, now);
+}
+
+/**
+ * A user's client certificate (CN the user, one O per group) under `pki/users/`, made once and reused
+ * while its subject stays the same: what `kubeadm kubeconfig user --client-name` issues.
+ */
+export async function ensureUserCert(
+  pki: Pki,
+  user: string,
+  groups: readonly string[] = [],
+  now = Date.now(),
+): Promise<KeyPair> {
+  if (!/^[A-Za-z0-9:._@-]+$/.test(user)) {
+    throw new Error(`user name ${JSON.stringify(user)}: use letters, digits and ':', '.', '_', '@', '-'`);
+  }
+  for (const g of groups) {
+    if (!/^[A-Za-z0-9:._@-]+$/.test(g))
+      throw new Error(`group ${JSON.stringify(g)}: use letters, digits and ':', '.', '_', '@', '-'`);
+  }
+  const subject = [`CN=${user}`, ...groups.map((g) => `O=${g}`)].join(', ');
+  return ensureClientCert(pki, 'users', user, subject, now);
+}
+
+async function ensureClientCert(
+  pki: Pki,
+  folder: string,
+  name: string,
+  subject: string,
+  now: number,
+): Promise<KeyPair> {
+  const dir = join(pki.dir, folder);
+  let pair = await readPair(dir, name);
+  if (!pair || !usable(pair, pki.ca, now) || !sameSubject(pair, subject)) {
+    pair = await issue(pki.ca, { subject, usage: 'client' }, now);
+    await writePair(dir, name, pair);
   }
   return pair;
+}
+
+/** Whether the certificate's CN and O values are those of `subject` (`CN=…, O=…`). */
+function sameSubject(pair: KeyPair, subject: string): boolean {
+  const have = certificateUser(new NodeX509(pair.cert).subject);
+  const want = certificateUser(subject);
+  return have.name === want.name && have.groups.join('\n') === want.groups.join('\n');
 }
 
 /** The user a verified client certificate names: its CN, and its O values as groups. */

@@ -27,6 +27,8 @@ export interface ControlPlanePluginConfig {
   retainRevisions: number;
   /** SQLite synchronous mode: NORMAL (survives process crashes) or FULL (also power loss). */
   synchronous: 'NORMAL' | 'FULL';
+  /** kube-apiserver's --token-auth-file: static bearer tokens. */
+  tokenAuthFile?: string;
 }
 
 export const controlPlaneConfigSchema = {
@@ -44,6 +46,7 @@ export const controlPlaneConfigSchema = {
     compactionIntervalSeconds: { type: 'integer', minimum: 1, default: 300 },
     retainRevisions: { type: 'integer', minimum: 0, default: 10000 },
     synchronous: { enum: ['NORMAL', 'FULL'], default: 'NORMAL' },
+    tokenAuthFile: { type: 'string', minLength: 1 },
   },
 } as const;
 
@@ -70,6 +73,7 @@ export const controlPlanePlugin = definePlugin<ControlPlanePluginConfig>({
       controllers: { scheduler: c.scheduler, endpointSlices: c.endpointSliceController },
       compaction: { intervalMs: c.compactionIntervalSeconds * 1000, retainRevisions: c.retainRevisions },
       synchronous: c.synchronous,
+      ...(c.tokenAuthFile ? { tokenAuthFile: c.tokenAuthFile } : {}),
     });
     ctx.provide(ControlPlaneApi, cp);
     ctx.onStart(() => cp.start());

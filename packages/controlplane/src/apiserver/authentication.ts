@@ -6,12 +6,14 @@ import { certificateUser } from '../pki.js';
 import { TokenRejected, type ServiceAccountTokens } from '../serviceaccount/tokens.js';
 import type { RevisionStore } from '../storage/revision-store.js';
 import type { RequestUser } from './resource-type.js';
+import type { StaticTokens } from './token-file.js';
 import { ApiError } from './status.js';
 
 /**
  * Who a request is, as upstream's authenticator chain decides: a client certificate signed by the
  * cluster CA (CN is the user, O the groups); else the bearer token — a service-account token of this
- * cluster (a JWT signed with its service-account key: serviceaccount/tokens.ts) or a bootstrap token
+ * cluster (a JWT signed with its service-account key: serviceaccount/tokens.ts), a token of the static
+ * token file (token-file.ts) or a bootstrap token
  * (`<id>.<secret>`, upstream's bootstrap-token authenticator, backed by the `bootstrap-token-<id>`
  * Secrets of kube-system). Every authenticated user is in `system:authenticated`. Anything else is 401,
  * with a message that says why.
@@ -27,7 +29,19 @@ export interface AuthenticatorOptions {
   clock: Clock;
   /** Service-account tokens; without them only certificates and bootstrap tokens authenticate. */
   serviceAccounts?: ServiceAccountTokens;
+  /** Tokens of a `--token-auth-file`. */
+  staticTokens?: StaticTokens;
+  /**
+   * Paths a request without credentials may ask for, as `system:anonymous` (upstream's anonymous
+   * authenticator with path conditions); RBAC's `system:public-info-viewer` binding then lets it read
+   * them. Default: /healthz, /livez, /readyz, /version and their subpaths; [] turns anonymous off.
+   */
+  anonymousPaths?: readonly string[];
 }
+
+export const anonymousUser: RequestUser = { name: 'system:anonymous', groups: ['system:unauthenticated'] };
+
+const defaultAnonymousPaths = ['/healthz', '/livez', '/readyz', '/version'];
 
 /** What a token authenticates as (a TokenReview's answer): the user, or why not. */
 export interface TokenResult {
@@ -60,6 +74,7 @@ export class Authenticator {
       if (result.user) return result.user;
       throw new ApiError(401, 'Unauthorized', `Unauthorized: ${result.error}`);
     }
+    if (this.anonymousAllowed(req.url ?? '/')) return anonymousUser;
     throw new ApiError(
       401,
       'Unauthorized',
@@ -67,10 +82,20 @@ export class Authenticator {
     );
   }
 
+  private anonymousAllowed(target: string): boolean {
+    const path = target.split('?')[0]!;
+    return (this.o.anonymousPaths ?? defaultAnonymousPaths).some(
+      (p) => path === p || path.startsWith(`${p}/`),
+    );
+  }
+
   /** A bearer token checked for `audiences` (default: the API server's). */
   async authenticateToken(token: string, audiences?: readonly string[]): Promise<TokenResult> {
     const api = this.apiAudiences;
     const wanted = audiences && audiences.length > 0 ? audiences : api;
+    const listed = this.o.staticTokens?.authenticate(token);
+    // A static token knows no audiences: good for the API server's, as a bootstrap token.
+    if (listed) return { user: listed, audiences: wanted.filter((a) => api.includes(a)) };
     const sa = this.o.serviceAccounts;
     if (sa) {
       try {
@@ -90,7 +115,9 @@ export class Authenticator {
     }
     const error = tokenPattern.test(token)
       ? 'the bootstrap token is not valid (unknown, expired or not for authentication)'
-      : 'the bearer token is neither a service-account token of this cluster nor a bootstrap token';
+      : this.o.staticTokens
+        ? 'the bearer token is neither a service-account token of this cluster, a token of the token file nor a bootstrap token'
+        : 'the bearer token is neither a service-account token of this cluster nor a bootstrap token';
     return { audiences: [], error };
   }
 }
