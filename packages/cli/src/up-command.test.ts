@@ -196,6 +196,14 @@ test('nodelet up refuses bad flags with one line that names the flag', async (t)
   );
   t.is(parseUpArgs(['--proxy-mode', 'nftables']).flags.proxyMode, 'nftables');
   t.is(parseUpArgs([]).flags.proxyMode, undefined);
+  t.deepEqual(parseUpArgs(['--user', 'alice=view', '--user', 'bob@example.com=edit']).flags.users, [
+    { name: 'alice', clusterRole: 'view' },
+    { name: 'bob@example.com', clusterRole: 'edit' },
+  ]);
+  t.throws(() => parseUpArgs(['--user', 'alice']), {
+    message: 'flag --user must be NAME=CLUSTERROLE (e.g. --user alice=view), got "alice"',
+  });
+  t.throws(() => parseUpArgs(['--user', 'al ice=view']), { message: /flag --user must be NAME=CLUSTERROLE/ });
 });
 
 test('nodelet up refuses a bad proxy mode or proxy section before it starts anything', async (t) => {

@@ -3,13 +3,18 @@ import type { Duplex } from 'node:stream';
 
 const REASONS: Record<number, string> = {
   400: 'Bad Request',
+  401: 'Unauthorized',
   403: 'Forbidden',
   404: 'Not Found',
   500: 'Internal Server Error',
+  501: 'Not Implemented',
   502: 'Bad Gateway',
 };
 
-/** Writes a text/plain response and closes the socket; safe on a socket that is already gone. */
+/**
+ * Writes a text/plain response and closes the socket; safe on a socket that is already gone. The body ends
+ * with a newline, as Go's http.Error writes it.
+ */
 export function rejectUpgrade(
   socket: Duplex,
   status: number,

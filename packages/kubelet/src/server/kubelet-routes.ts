@@ -1,3 +1,4 @@
+import { rejectUpgrade } from '@nodelet/streaming';
 import { readFileSync } from 'node:fs';
 import { cpus, hostname, totalmem } from 'node:os';
 import type { Pod } from '@nodelet/api';
@@ -5,7 +6,7 @@ import type { Logger } from '@nodelet/kernel';
 import type { Kubelet } from '../kubelet.js';
 import { containerLogsHandler } from './container-logs-route.js';
 import { nodeLogsHandler } from './node-logs-route.js';
-import { rejectUpgrade, RouteTable, sendJson, sendText } from './routes.js';
+import { RouteTable, sendJson, sendText } from './routes.js';
 
 export interface KubeletRoutesOptions {
   /** The running KubeletConfiguration, for `/configz`. */

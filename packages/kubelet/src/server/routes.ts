@@ -1,3 +1,4 @@
+import { rejectUpgrade } from '@nodelet/streaming';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { errorMessage, type Logger } from '@nodelet/kernel';
@@ -202,22 +203,4 @@ export async function guarded(
     if (res.headersSent) res.destroy();
     else sendText(res, 500, `${errorMessage(err)}\n`);
   }
-}
-
-/** An HTTP answer written on the raw socket of an upgrade request, then the socket closed. */
-export function rejectUpgrade(socket: Duplex, status: number, body: string): void {
-  if (socket.destroyed) return;
-  const reason =
-    {
-      400: 'Bad Request',
-      401: 'Unauthorized',
-      403: 'Forbidden',
-      404: 'Not Found',
-      500: 'Internal Server Error',
-      501: 'Not Implemented',
-    }[status] ?? 'Error';
-  const bytes = Buffer.byteLength(body);
-  socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${bytes}\r\nconnection: close\r\n\r\n${body}`,
-  );
 }

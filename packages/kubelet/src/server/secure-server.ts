@@ -1,3 +1,4 @@
+import { rejectUpgrade } from '@nodelet/streaming';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
@@ -7,7 +8,7 @@ import { errorMessage, hardenHttpServer, type Logger } from '@nodelet/kernel';
 import type { KubeletAuthenticator } from './authn.js';
 import type { KubeletAuthorizer } from './authz.js';
 import { checkRequest } from './request-auth.js';
-import { badEscape, parseRequestUrl, rejectUpgrade, type RouteTable, sendText } from './routes.js';
+import { badEscape, parseRequestUrl, type RouteTable, sendText } from './routes.js';
 import type { CertKeyPair } from './serving-cert.js';
 
 export interface SecureServerOptions {

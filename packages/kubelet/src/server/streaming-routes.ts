@@ -12,9 +12,14 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { RuntimeService } from '@nodelet/cri';
 import { errorMessage, type Logger } from '@nodelet/kernel';
-import { handleAttachUpgrade, handleExecUpgrade, handlePortForwardUpgrade } from '@nodelet/streaming';
+import {
+  handleAttachUpgrade,
+  handleExecUpgrade,
+  handlePortForwardUpgrade,
+  rejectUpgrade,
+} from '@nodelet/streaming';
 import type { Kubelet } from '../kubelet.js';
-import { rejectUpgrade, type RouteParams, type RouteTable, sendText } from './routes.js';
+import { type RouteParams, type RouteTable, sendText } from './routes.js';
 
 type Found<T> = T | { status: number; message: string };
 const failed = <T>(f: Found<T>): f is { status: number; message: string } =>

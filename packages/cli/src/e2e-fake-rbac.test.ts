@@ -1,0 +1,119 @@
+import { join } from 'node:path';
+import test from 'ava';
+import { kubectlPath, NodeletUp, requireKubectl, run } from './e2e-containerd/nodelet-up.js';
+
+/**
+ * Who may do what on `nodelet up`, tried with the real kubectl as its users would: a user given the
+ * `view` ClusterRole (`--user alice=view`) and the kubelets' own node credentials. Two simulated nodes;
+ * each runs a pod that mounts a Secret of its own.
+ */
+const kubectl = requireKubectl(test);
+
+const manifests = `apiVersion: v1
+kind: Secret
+metadata: {name: for-a}
+stringData: {password: secret-of-a}
+---
+apiVersion: v1
+kind: Secret
+metadata: {name: for-b}
+stringData: {password: secret-of-b}
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: on-a}
+spec:
+  nodeName: rb-1
+  terminationGracePeriodSeconds: 1
+  containers: [{name: main, image: nodelet.test/busybox:1, volumeMounts: [{name: s, mountPath: /s}]}]
+  volumes: [{name: s, secret: {secretName: for-a}}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: on-b}
+spec:
+  nodeName: rb-2
+  terminationGracePeriodSeconds: 1
+  containers: [{name: main, image: nodelet.test/busybox:1, volumeMounts: [{name: s, mountPath: /s}]}]
+  volumes: [{name: s, secret: {secretName: for-b}}]
+`;
+
+if (kubectl) {
+  let up: NodeletUp;
+  const as = (kubeconfig: string, args: string[]) =>
+    run(undefined, kubectlPath, [
+      '--kubeconfig',
+      kubeconfig,
+      '--cache-dir',
+      join(up.dataDir, `kubectl-cache-${kubeconfig.split('/').at(-2)}`),
+      ...args,
+    ]);
+  const alice = () => join(up.dataDir, 'users', 'alice.kubeconfig');
+  const nodeA = () => join(up.dataDir, 'nodes', 'rb-1', 'kubeconfig');
+
+  test.before(async () => {
+    up = await NodeletUp.start(['--nodes', '2', '--hostname-override', 'rb', '--user', 'alice=view']);
+    await up.waitNodeReady('rb-1');
+    await up.waitNodeReady('rb-2');
+    await up.kubectlOk(['apply', '-f', '-'], manifests);
+    // Each kubelet reads its pod's Secret with its own credentials: the pods start.
+    await up.kubectlOk(['wait', '--for=condition=Ready', 'pod/on-a', 'pod/on-b', '--timeout=60s']);
+  });
+  test.after.always(async () => {
+    await up?.stop();
+    up?.dispose();
+  });
+
+  test.serial(
+    'nodelet up --user alice=view prints the kubeconfig it wrote; kubectl auth whoami says alice',
+    async (t) => {
+      t.true(up.stdout().includes(`kubeconfig for alice (ClusterRole view): ${alice()}\n`), up.stdout());
+      const whoami = await as(alice(), ['auth', 'whoami', '-o', 'jsonpath={.status.userInfo.username}']);
+      t.is(whoami.stdout, 'alice', whoami.stderr);
+    },
+  );
+
+  test.serial('a view user reads pods and is refused creating one, with upstream message', async (t) => {
+    const pods = await as(alice(), ['get', 'pods', '-o', 'name']);
+    t.is(pods.code, 0, pods.stderr);
+    t.deepEqual(pods.stdout.trim().split('\n').sort(), ['pod/on-a', 'pod/on-b']);
+    const created = await as(alice(), ['run', 'mine', '--image=nginx:1.27']);
+    t.is(created.code, 1);
+    t.is(
+      created.stderr.trim(),
+      'Error from server (Forbidden): pods is forbidden: User "alice" cannot create resource "pods" in API group "" in the namespace "default"',
+    );
+    // view does not include Secrets.
+    const secret = await as(alice(), ['get', 'secret', 'for-a']);
+    t.regex(
+      secret.stderr,
+      /secrets "for-a" is forbidden: User "alice" cannot get resource "secrets" in API group "" in the namespace "default"/,
+    );
+  });
+
+  test.serial('a node reads the Secret its own pod uses, not the one of a pod on another node', async (t) => {
+    const own = await as(nodeA(), ['get', 'secret', 'for-a', '-o', 'jsonpath={.data.password}']);
+    t.is(own.code, 0, own.stderr);
+    t.is(Buffer.from(own.stdout, 'base64').toString(), 'secret-of-a');
+    const other = await as(nodeA(), ['get', 'secret', 'for-b']);
+    t.is(other.code, 1);
+    t.regex(
+      other.stderr,
+      /^Error from server \(Forbidden\): secrets "for-b" is forbidden: User "system:node:rb-1" cannot get resource "secrets" in API group "" in the namespace "default": no relationship found between node 'rb-1' and this object/,
+    );
+    const list = await as(nodeA(), ['get', 'secrets']);
+    t.regex(list.stderr, /User "system:node:rb-1" cannot list resource "secrets"/);
+  });
+
+  test.serial('a node may not change another node, nor its own node-restriction labels', async (t) => {
+    const other = await as(nodeA(), ['label', 'node', 'rb-2', 'team=a']);
+    t.is(other.code, 1);
+    t.regex(other.stderr, /Forbidden/);
+    t.regex(other.stderr, /rb-2/);
+    const own = await as(nodeA(), ['label', 'node', 'rb-1', 'node-restriction.kubernetes.io/pool=x']);
+    t.is(own.code, 1);
+    t.regex(own.stderr, /node-restriction\.kubernetes\.io\/pool/);
+    const labels = await up.kubectlOk(['get', 'node', 'rb-2', '-o', 'jsonpath={.metadata.labels}']);
+    t.false(labels.includes('team'));
+  });
+}
