@@ -18,6 +18,7 @@ import { ServiceAccountTokens } from './serviceaccount/tokens.js';
 import { KubeletClient } from './apiserver/kubelet-client.js';
 import { ResourceMetrics } from './metrics/resource-metrics.js';
 import { CsrController } from './controllers/csr-controller.js';
+import { reconcileBootstrapPolicy } from './authorization/reconcile-bootstrap-policy.js';
 import { advertiseAddress, ensureBootstrapToken, ensureClusterObjects } from './cluster-bootstrap.js';
 import { ensureNodeCert, ensurePki, ensureUserCert, writeKubeconfig, type KeyPair, type Pki } from './pki.js';
 import { parseCidr, parsePortRange, ServiceAllocator } from './resources/allocators.js';
@@ -253,6 +254,13 @@ export class ControlPlane {
     });
 
     ensureClusterObjects(registry, this.allocator.firstIP, address.port, advertise);
+    const rbac = reconcileBootstrapPolicy(registry);
+    if (rbac.created.length + rbac.updated.length + rbac.recreated.length > 0)
+      logger.info('bootstrap RBAC policy reconciled', {
+        created: rbac.created.length,
+        updated: rbac.updated,
+        recreated: rbac.recreated,
+      });
     await ensureBootstrapToken(registry, this.bootstrapKubeconfigPath, this.serverUrl, this.pki.ca.cert);
     this.namespaceController = new NamespaceController(
       registry,
