@@ -15,15 +15,16 @@
 // A subject is `<Kind> <name>`, or `ServiceAccount <namespace>/<name>`; a roleRef `<Kind> <name>`.
 import { readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
+import process from 'node:process';
 import { parse } from 'yaml';
 
 const [dir, ...pins] = process.argv.slice(2);
 if (!dir) {
-  console.error('usage: derive-rbac-golden.mjs DIR [file=commit ...]');
+  process.stderr.write('usage: derive-rbac-golden.mjs DIR [file=commit ...]\n');
   process.exit(2);
 }
 
-export function encodeRule(rule) {
+function encodeRule(rule) {
   const fields = [];
   const add = (key, list) => {
     if (list && list.length > 0) fields.push(`${key}=${list.join(',')}`);
@@ -36,7 +37,7 @@ export function encodeRule(rule) {
   return fields.join(' ');
 }
 
-export function encodeSubject(s) {
+function encodeSubject(s) {
   return s.kind === 'ServiceAccount' ? `${s.kind} ${s.namespace ?? ''}/${s.name}` : `${s.kind} ${s.name}`;
 }
 
