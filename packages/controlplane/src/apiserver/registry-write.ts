@@ -209,6 +209,8 @@ function replace(
   } else {
     if (t.statusSubresource) obj.status = old.status;
     t.strategy.prepareForUpdate?.(obj, structuredClone(old), p.context);
+    const request = { user: options.user, dryRun: options.dryRun === true, name };
+    for (const plugin of p.admission) plugin.admitUpdate?.(t, obj, old, p.context, request);
     next = obj;
     errors =
       t.strategy.validateUpdate?.(next, old, p.context) ?? t.strategy.validate?.(next, p.context) ?? [];

@@ -187,6 +187,7 @@ export async function serveResource(
       }
       const { object, warnings } = registry.update(t, namespace, name, body, {
         dryRun,
+        user,
         fieldValidation: parseFieldValidation(q.get('fieldValidation')),
         ...(sub ? { subresource: sub } : {}),
       });
@@ -202,6 +203,7 @@ export async function serveResource(
       );
       const { object, warnings } = registry.patch(t, namespace, name, patchType, body, {
         dryRun,
+        user,
         fieldValidation: parseFieldValidation(q.get('fieldValidation')),
         ...(sub ? { subresource: sub } : {}),
       });

@@ -6,33 +6,24 @@
  * are kept as upstream has them.
  */
 import type { KubeObject } from '../object.js';
+import { aggregateTo, bootstrapAggregateRoles } from './bootstrap-aggregate-roles.js';
 import {
   clusterBinding,
   clusterRole,
   eventsRule,
   legacyGroup as core,
   read,
-  readWrite,
   rule,
-  write,
 } from './bootstrap-policy-builders.js';
 
 const apps = 'apps';
 const extensions = 'extensions';
-const autoscaling = 'autoscaling';
-const batch = 'batch';
 const policy = 'policy';
-const networking = 'networking.k8s.io';
 const coordination = 'coordination.k8s.io';
 const storage = 'storage.k8s.io';
 const certificates = 'certificates.k8s.io';
 const authentication = 'authentication.k8s.io';
 const authorization = 'authorization.k8s.io';
-const rbac = 'rbac.authorization.k8s.io';
-
-const aggregateTo = (role: 'admin' | 'edit' | 'view') => ({
-  [`rbac.authorization.k8s.io/aggregate-to-${role}`]: 'true',
-});
 
 /** A signer-approval role of the CSR API: `approve` on one signer name. */
 const approver = (name: string, signer: string) =>
@@ -45,179 +36,6 @@ const leaderElection = (component: string) => [
   rule('create').groups(coordination).resources('leases'),
   rule('get', 'update').groups(coordination).resources('leases').names(component),
 ];
-
-function aggregateRoles(): KubeObject[] {
-  return [
-    clusterRole(
-      'system:aggregate-to-admin',
-      [
-        rule('create').groups(authorization).resources('localsubjectaccessreviews'),
-        rule(...readWrite)
-          .groups(rbac)
-          .resources('roles', 'rolebindings'),
-      ],
-      { labels: aggregateTo('admin') },
-    ),
-    clusterRole(
-      'system:aggregate-to-edit',
-      [
-        rule(...read)
-          .groups(core)
-          .resources(
-            'pods/attach',
-            'pods/proxy',
-            'pods/exec',
-            'pods/portforward',
-            'secrets',
-            'services/proxy',
-          ),
-        rule('impersonate').groups(core).resources('serviceaccounts'),
-        rule(...write)
-          .groups(core)
-          .resources('pods', 'pods/attach', 'pods/proxy', 'pods/exec', 'pods/portforward'),
-        rule('create').groups(core).resources('pods/eviction'),
-        rule(...write)
-          .groups(core)
-          .resources(
-            'replicationcontrollers',
-            'replicationcontrollers/scale',
-            'serviceaccounts',
-            'services',
-            'services/proxy',
-            'persistentvolumeclaims',
-            'configmaps',
-            'secrets',
-            'events',
-          ),
-        rule('create').groups(core).resources('serviceaccounts/token'),
-        rule(...write)
-          .groups(apps)
-          .resources(
-            'statefulsets',
-            'statefulsets/scale',
-            'daemonsets',
-            'deployments',
-            'deployments/scale',
-            'deployments/rollback',
-            'replicasets',
-            'replicasets/scale',
-          ),
-        rule(...write)
-          .groups(autoscaling)
-          .resources('horizontalpodautoscalers'),
-        rule(...write)
-          .groups(batch)
-          .resources('jobs', 'cronjobs'),
-        rule(...write)
-          .groups(extensions)
-          .resources(
-            'daemonsets',
-            'deployments',
-            'deployments/scale',
-            'deployments/rollback',
-            'ingresses',
-            'replicasets',
-            'replicasets/scale',
-            'replicationcontrollers/scale',
-            'networkpolicies',
-          ),
-        rule(...write)
-          .groups(policy)
-          .resources('poddisruptionbudgets'),
-        rule(...write)
-          .groups(networking)
-          .resources('ingresses', 'networkpolicies'),
-        rule(...readWrite)
-          .groups(coordination)
-          .resources('leases'),
-      ],
-      { labels: aggregateTo('edit') },
-    ),
-    clusterRole(
-      'system:aggregate-to-view',
-      [
-        rule(...read)
-          .groups(core)
-          .resources(
-            'pods',
-            'replicationcontrollers',
-            'replicationcontrollers/scale',
-            'serviceaccounts',
-            'services',
-            'services/status',
-            'endpoints',
-            'persistentvolumeclaims',
-            'persistentvolumeclaims/status',
-            'configmaps',
-          ),
-        rule(...read)
-          .groups(core)
-          .resources(
-            'limitranges',
-            'resourcequotas',
-            'bindings',
-            'events',
-            'pods/status',
-            'resourcequotas/status',
-            'namespaces/status',
-            'replicationcontrollers/status',
-            'pods/log',
-          ),
-        rule(...read)
-          .groups(core)
-          .resources('namespaces'),
-        rule(...read)
-          .groups('discovery.k8s.io')
-          .resources('endpointslices'),
-        rule(...read)
-          .groups(apps)
-          .resources(
-            'controllerrevisions',
-            'statefulsets',
-            'statefulsets/status',
-            'statefulsets/scale',
-            'daemonsets',
-            'daemonsets/status',
-            'deployments',
-            'deployments/status',
-            'deployments/scale',
-            'replicasets',
-            'replicasets/status',
-            'replicasets/scale',
-          ),
-        rule(...read)
-          .groups(autoscaling)
-          .resources('horizontalpodautoscalers', 'horizontalpodautoscalers/status'),
-        rule(...read)
-          .groups(batch)
-          .resources('jobs', 'cronjobs', 'cronjobs/status', 'jobs/status'),
-        rule(...read)
-          .groups(extensions)
-          .resources(
-            'daemonsets',
-            'daemonsets/status',
-            'deployments',
-            'deployments/scale',
-            'deployments/status',
-            'ingresses',
-            'ingresses/status',
-            'replicasets',
-            'replicasets/scale',
-            'replicasets/status',
-            'replicationcontrollers/scale',
-            'networkpolicies',
-          ),
-        rule(...read)
-          .groups(policy)
-          .resources('poddisruptionbudgets', 'poddisruptionbudgets/status'),
-        rule(...read)
-          .groups(networking)
-          .resources('ingresses', 'ingresses/status', 'networkpolicies'),
-      ],
-      { labels: aggregateTo('view') },
-    ),
-  ];
-}
 
 function nodeRules() {
   return [
@@ -261,7 +79,7 @@ export function bootstrapClusterRoles(): KubeObject[] {
     clusterRole('admin', [], { aggregateFrom: [aggregateTo('admin')] }),
     clusterRole('cluster-admin', [rule('*').groups('*').resources('*'), rule('*').urls('*')]),
     clusterRole('edit', [], { labels: aggregateTo('admin'), aggregateFrom: [aggregateTo('edit')] }),
-    ...aggregateRoles(),
+    ...bootstrapAggregateRoles(),
     clusterRole('system:auth-delegator', [
       rule('create').groups(authentication).resources('tokenreviews'),
       rule('create').groups(authorization).resources('subjectaccessreviews'),
