@@ -204,6 +204,23 @@ test('nodelet up refuses bad flags with one line that names the flag', async (t)
     message: 'flag --user must be NAME=CLUSTERROLE (e.g. --user alice=view), got "alice"',
   });
   t.throws(() => parseUpArgs(['--user', 'al ice=view']), { message: /flag --user must be NAME=CLUSTERROLE/ });
+  t.deepEqual(parseUpArgs(['--authorization-mode', 'Node, RBAC']).flags.authorizationModes, ['Node', 'RBAC']);
+  t.is(parseUpArgs([]).flags.authorizationModes, undefined, 'the control plane defaults it: Node,RBAC');
+  t.throws(() => parseUpArgs(['--authorization-mode', 'Node,']), {
+    message: 'flag --authorization-mode must list modes separated by commas (e.g. Node,RBAC), got "Node,"',
+  });
+});
+
+test('nodelet up refuses an unknown authorization mode before it starts anything', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'nodelet-up-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const r = await nodelet(['up', '--data-dir', dir, '--port', '0', '--authorization-mode', 'Node,ABAC']);
+  t.is(r.code, 1);
+  t.regex(
+    r.stderr,
+    /nodelet up flags: field "authorizationModes\[1\]" must be one of "Node", "RBAC", "AlwaysAllow", "AlwaysDeny"/,
+  );
+  t.false(existsSync(join(dir, 'state.db')), 'nothing was started');
 });
 
 test('nodelet up refuses a bad proxy mode or proxy section before it starts anything', async (t) => {

@@ -33,6 +33,9 @@ Flags:
   --token-auth-file FILE
                       static bearer tokens, one token,user,uid,"group1,group2" line each
                       (kube-apiserver's --token-auth-file)
+  --authorization-mode MODES
+                      the API server's authorization chain, comma-separated: Node, RBAC,
+                      AlwaysAllow, AlwaysDeny (default Node,RBAC, as kubeadm)
   --user NAME=ROLE    write <data-dir>/users/NAME.kubeconfig (a client certificate for NAME) and bind
                       NAME to the ClusterRole ROLE (view, edit, admin, …); may be repeated
   --v N               log verbosity: 0-1 info, 2 and up debug (default 0)
@@ -65,6 +68,7 @@ const options = {
   config: { type: 'string' },
   'token-auth-file': { type: 'string' },
   user: { type: 'string', multiple: true },
+  'authorization-mode': { type: 'string' },
   v: { type: 'string', short: 'v' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -83,6 +87,8 @@ export interface UpFlags {
   tokenAuthFile?: string;
   /** `--user alice=view`: a kubeconfig for each user, bound to the ClusterRole. */
   users: { name: string; clusterRole: string }[];
+  /** kube-apiserver's --authorization-mode, as listed (checked by the control plane's config schema). */
+  authorizationModes?: string[];
   v: number;
 }
 
@@ -123,6 +129,12 @@ export function parseUpArgs(args: readonly string[]): { help: boolean; flags: Up
     }
     return { name: m[1]!, clusterRole: m[2]! };
   });
+  const modes = values['authorization-mode']?.split(',').map((m) => m.trim());
+  if (modes && modes.some((m) => m === '')) {
+    throw new CliError(
+      `flag --authorization-mode must list modes separated by commas (e.g. Node,RBAC), got ${JSON.stringify(values['authorization-mode'])}`,
+    );
+  }
   return {
     help: !!values.help,
     flags: {
@@ -138,6 +150,7 @@ export function parseUpArgs(args: readonly string[]): { help: boolean; flags: Up
         ? { tokenAuthFile: resolve(values['token-auth-file']) }
         : {}),
       users,
+      ...(modes ? { authorizationModes: modes } : {}),
       v: intFlag('v', values.v?.replace(/^=/, ''), 0, 10) ?? 0,
     },
   };
@@ -184,6 +197,7 @@ export async function runUp(
       port: flags.port,
       bindAddress: flags.address,
       ...(flags.tokenAuthFile ? { tokenAuthFile: flags.tokenAuthFile } : {}),
+      ...(flags.authorizationModes ? { authorizationModes: flags.authorizationModes } : {}),
     },
     'nodelet up flags',
   );

@@ -1,6 +1,8 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Clock, Logger, Loop } from '@nodelet/kernel';
+import { buildAuthorization, type AuthorizationSetup } from './authorization/authorizer-setup.js';
+import { defaultAuthorizationModes, type AuthorizationMode } from './authorization/modes.js';
 import { NodeRestrictionAdmission } from './admission/node-restriction.js';
 import { ServiceAccountAdmission } from './admission/service-account.js';
 import { OpenApiDocuments } from './apiserver/openapi.js';
@@ -19,7 +21,13 @@ import { KubeletClient } from './apiserver/kubelet-client.js';
 import { ResourceMetrics } from './metrics/resource-metrics.js';
 import { CsrController } from './controllers/csr-controller.js';
 import { reconcileBootstrapPolicy } from './authorization/reconcile-bootstrap-policy.js';
-import { advertiseAddress, ensureBootstrapToken, ensureClusterObjects } from './cluster-bootstrap.js';
+import { RbacEscalationAdmission } from './authorization/rbac-escalation-admission.js';
+import {
+  advertiseAddress,
+  ensureBootstrapToken,
+  ensureClusterObjects,
+  ensureNodeBootstrapBindings,
+} from './cluster-bootstrap.js';
 import { ensureNodeCert, ensurePki, ensureUserCert, writeKubeconfig, type KeyPair, type Pki } from './pki.js';
 import { parseCidr, parsePortRange, ServiceAllocator } from './resources/allocators.js';
 import { servedResources } from './resources/index.js';
@@ -75,6 +83,8 @@ export interface ControlPlaneOptions {
    * /readyz, /version and below; [] turns anonymous off).
    */
   anonymousPaths?: readonly string[];
+  /** The authorization chain (kube-apiserver's --authorization-mode; default Node, RBAC). */
+  authorizationModes?: readonly AuthorizationMode[];
 }
 
 export interface Controller {
@@ -104,6 +114,7 @@ export class ControlPlane {
   private recorder?: EventRecorder;
   private namespaceController?: NamespaceController;
   private serviceAccountTokens?: ServiceAccountTokens;
+  private authorization?: AuthorizationSetup;
 
   constructor(private readonly options: ControlPlaneOptions) {
     this.dataDir = options.dataDir;
@@ -173,6 +184,8 @@ export class ControlPlane {
       onListenerError: (err) => logger.error('watcher failed', { err: String(err) }),
     });
     this.storeRef = store;
+    const authorization = buildAuthorization(o.authorizationModes ?? defaultAuthorizationModes, store);
+    this.authorization = authorization;
     const registry = new Registry({
       store,
       clock: o.clock,
@@ -181,7 +194,10 @@ export class ControlPlane {
         new ServiceAccountAdmission({
           ensureDefaultServiceAccount: (ns) => this.namespaceController?.ensureContents(ns),
         }),
-        new NodeRestrictionAdmission(),
+        new NodeRestrictionAdmission(store),
+        ...(authorization.rbac
+          ? [new RbacEscalationAdmission(authorization.rbac.resolver, authorization.chain)]
+          : []),
       ].filter((plugin) => !o.disableAdmissionPlugins?.includes(plugin.name)),
       ...(o.bookmarkIntervalMs ? { bookmarkIntervalMs: o.bookmarkIntervalMs } : {}),
     });
@@ -217,7 +233,17 @@ export class ControlPlane {
     });
     this.metrics = new ResourceMetrics({ store, kubelets, clock: o.clock, logger: logger.child('metrics') });
     this.controllers.push(this.metrics);
+    // The bootstrap RBAC policy is in place before the server answers anyone.
+    const rbac = reconcileBootstrapPolicy(registry);
+    if (rbac.created.length + rbac.updated.length + rbac.recreated.length > 0)
+      logger.info('bootstrap RBAC policy reconciled', {
+        created: rbac.created.length,
+        updated: rbac.updated,
+        recreated: rbac.recreated,
+      });
+    ensureNodeBootstrapBindings(registry);
     const server = new ApiServer({
+      authorizer: authorization.chain,
       authenticator: new Authenticator({
         store,
         clock: o.clock,
@@ -254,13 +280,6 @@ export class ControlPlane {
     });
 
     ensureClusterObjects(registry, this.allocator.firstIP, address.port, advertise);
-    const rbac = reconcileBootstrapPolicy(registry);
-    if (rbac.created.length + rbac.updated.length + rbac.recreated.length > 0)
-      logger.info('bootstrap RBAC policy reconciled', {
-        created: rbac.created.length,
-        updated: rbac.updated,
-        recreated: rbac.recreated,
-      });
     await ensureBootstrapToken(registry, this.bootstrapKubeconfigPath, this.serverUrl, this.pki.ca.cert);
     this.namespaceController = new NamespaceController(
       registry,
@@ -283,7 +302,9 @@ export class ControlPlane {
         new EndpointSliceController(registry, o.clock, logger.child('endpointslice-controller')),
       );
     }
-    this.controllers.push(new CsrController(registry, o.clock, logger.child('csr-controller'), this.pki.ca));
+    this.controllers.push(
+      new CsrController(registry, o.clock, logger.child('csr-controller'), this.pki.ca, authorization.chain),
+    );
     for (const c of this.controllers) c.start();
     this.startHousekeeping();
     logger.info('control plane serving', {
@@ -305,6 +326,8 @@ export class ControlPlane {
     this.namespaceController = undefined;
     await this.server?.close();
     this.server = undefined;
+    this.authorization?.close();
+    this.authorization = undefined;
     this.storeRef?.close();
     this.storeRef = undefined;
     this.registryRef = undefined;
@@ -340,11 +363,16 @@ export class ControlPlane {
    * path: `<dataDir>/users/<user>.kubeconfig`. The user may do what RBAC grants its name and groups.
    */
   async userKubeconfig(user: string, groups: readonly string[] = []): Promise<string> {
-    if (!this.pki) throw new Error('the control plane is not started');
-    const pair = await ensureUserCert(this.pki, user, groups);
+    const pair = await this.userCredentials(user, groups);
     const path = join(this.dataDir, 'users', `${user}.kubeconfig`);
-    await writeKubeconfig(path, { server: this.serverUrl, ca: this.pki.ca.cert, client: pair, user });
+    await writeKubeconfig(path, { server: this.serverUrl, ca: this.caCert, client: pair, user });
     return path;
+  }
+
+  /** A client certificate and key for `user` (CN) in `groups` (O), signed by the cluster CA. */
+  async userCredentials(user: string, groups: readonly string[] = []): Promise<KeyPair> {
+    if (!this.pki) throw new Error('the control plane is not started');
+    return ensureUserCert(this.pki, user, groups);
   }
 
   /**

@@ -22,3 +22,4 @@ export {
   serviceAccountVolumePrefix,
   tokenVolumeSource,
 } from './admission/service-account.js';
+export * from './authorization/modes.js';

@@ -1,4 +1,5 @@
 import { defineCapability, definePlugin } from '@nodelet/kernel';
+import { authorizationModes, type AuthorizationMode } from './authorization/modes.js';
 import { ControlPlane } from './control-plane.js';
 
 /**
@@ -29,6 +30,8 @@ export interface ControlPlanePluginConfig {
   synchronous: 'NORMAL' | 'FULL';
   /** kube-apiserver's --token-auth-file: static bearer tokens. */
   tokenAuthFile?: string;
+  /** kube-apiserver's --authorization-mode: the authorization chain (default Node, RBAC). */
+  authorizationModes?: AuthorizationMode[];
 }
 
 export const controlPlaneConfigSchema = {
@@ -47,6 +50,12 @@ export const controlPlaneConfigSchema = {
     retainRevisions: { type: 'integer', minimum: 0, default: 10000 },
     synchronous: { enum: ['NORMAL', 'FULL'], default: 'NORMAL' },
     tokenAuthFile: { type: 'string', minLength: 1 },
+    authorizationModes: {
+      type: 'array',
+      minItems: 1,
+      uniqueItems: true,
+      items: { enum: [...authorizationModes] },
+    },
   },
 } as const;
 
@@ -74,6 +83,7 @@ export const controlPlanePlugin = definePlugin<ControlPlanePluginConfig>({
       compaction: { intervalMs: c.compactionIntervalSeconds * 1000, retainRevisions: c.retainRevisions },
       synchronous: c.synchronous,
       ...(c.tokenAuthFile ? { tokenAuthFile: c.tokenAuthFile } : {}),
+      ...(c.authorizationModes ? { authorizationModes: c.authorizationModes } : {}),
     });
     ctx.provide(ControlPlaneApi, cp);
     ctx.onStart(() => cp.start());

@@ -209,12 +209,17 @@ function replace(
   } else {
     if (t.statusSubresource) obj.status = old.status;
     t.strategy.prepareForUpdate?.(obj, structuredClone(old), p.context);
-    const request = { user: options.user, dryRun: options.dryRun === true, name };
-    for (const plugin of p.admission) plugin.admitUpdate?.(t, obj, old, p.context, request);
     next = obj;
     errors =
       t.strategy.validateUpdate?.(next, old, p.context) ?? t.strategy.validate?.(next, p.context) ?? [];
   }
+  const request = {
+    user: options.user,
+    dryRun: options.dryRun === true,
+    name,
+    subresource: options.subresource ?? '',
+  };
+  for (const plugin of p.admission) plugin.admitUpdate?.(t, next, old, p.context, request);
   mustBeValid(t, next, errors);
   next.metadata.resourceVersion = old.metadata.resourceVersion;
   if (canonicalJson(next) === canonicalJson(old)) return toApi(t, old);

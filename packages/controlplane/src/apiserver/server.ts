@@ -3,7 +3,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { type Clock, hardenHttpServer, type Logger } from '@nodelet/kernel';
-import { authorize, type Authenticator } from './authentication.js';
+import type { Authenticator } from './authentication.js';
+import type { RequestAttributes } from '../authorization/attributes.js';
+import type { AuthorizationChain } from '../authorization/chain.js';
+import { decodePathSegment, requestAttributes } from '../authorization/request-info.js';
 import type { TokenRequestContext } from '../serviceaccount/token-request.js';
 import {
   aggregatedDiscovery,
@@ -29,7 +32,7 @@ import type { Registry } from './registry.js';
 import { resolveResource, serveResource, type ServeContext } from './resource-handler.js';
 import type { RequestUser } from './resource-type.js';
 import { send } from './responses.js';
-import { ApiError, badRequest, internalError, type Status } from './status.js';
+import { ApiError, internalError, type Status } from './status.js';
 
 export type { PodLogOptions, PodLogProvider } from './pod-logs.js';
 
@@ -65,6 +68,8 @@ export interface ApiServerOptions {
   /** Serves metrics.k8s.io from these scrapes when given. */
   resourceMetrics?: ResourceMetrics;
   authenticator: Authenticator;
+  /** Decides every request after authentication (`Node,RBAC` by default; control-plane.ts builds it). */
+  authorizer: AuthorizationChain;
   /** Serves `serviceaccounts/<name>/token` (TokenRequest) when given. */
   tokenRequests?: TokenRequestContext;
   /** Largest accepted request body (upstream: 3 MiB). */
@@ -89,6 +94,7 @@ export class ApiServer {
       minWatchTimeoutMs: options.minWatchTimeoutMs,
       watches: this.watches,
       authenticator: options.authenticator,
+      authorizer: options.authorizer,
       tokenRequests: options.tokenRequests,
       kubelets: options.kubelets,
     };
@@ -149,15 +155,27 @@ export class ApiServer {
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     try {
-      const user = await this.options.authenticator.authenticate(req);
-      // Prefixed, not resolved against a base: a target of `//x` would be read as the host `x`.
-      const target = req.url ?? '/';
-      const url = new URL(`https://localhost${target.startsWith('/') ? '' : '/'}${target}`);
-      authorize(user, req.method ?? 'GET', url.pathname.replace(/\/+$/, '') || '/');
+      const { user, url } = await this.authenticateAndAuthorize(req);
       await this.route(req, res, url, user);
     } catch (err) {
       this.fail(res, err);
     }
+  }
+
+  /**
+   * Who asks (authentication.ts) and whether they may (the authorization chain, on the request's
+   * attributes: request-info.ts). Throws the 401 or 403 to send.
+   */
+  private async authenticateAndAuthorize(
+    req: IncomingMessage,
+  ): Promise<{ user: RequestUser; url: URL; attributes: RequestAttributes }> {
+    const user = await this.options.authenticator.authenticate(req);
+    // Prefixed, not resolved against a base: a target of `//x` would be read as the host `x`.
+    const target = req.url ?? '/';
+    const url = new URL(`https://localhost${target.startsWith('/') ? '' : '/'}${target}`);
+    const attributes = requestAttributes(user, req.method ?? 'GET', url);
+    this.options.authorizer.check(attributes);
+    return { user, url, attributes };
   }
 
   private fail(res: ServerResponse, err: unknown): void {
@@ -233,7 +251,7 @@ export class ApiServer {
         .end(doc);
       return;
     }
-    const segments = path.split('/').filter(Boolean).map(decodeSegment);
+    const segments = path.split('/').filter(Boolean).map(decodePathSegment);
     if (segments[0] === 'apis' && segments[1] === metricsGroup && this.options.resourceMetrics) {
       const m = this.options.resourceMetrics;
       return serveMetrics(registry.store, m, method, res, segments.slice(2), url.searchParams);
@@ -283,17 +301,18 @@ export class ApiServer {
   private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     socket.on('error', () => socket.destroy());
     try {
-      const user = await this.options.authenticator.authenticate(req);
-      const target = req.url ?? '/';
-      const url = new URL(`https://localhost${target.startsWith('/') ? '' : '/'}${target}`);
+      const { url } = await this.authenticateAndAuthorize(req);
       const path = url.pathname.replace(/\/+$/, '');
-      authorize(user, req.method ?? 'GET', path);
       const m = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/(exec|attach|portforward)$/.exec(path);
       if (!m) throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
       const kubelets = this.options.kubelets;
       if (!kubelets) throw new ApiError(503, 'ServiceUnavailable', 'this API server has no kubelet client');
       const { registry } = this.options;
-      const pod = registry.get(registry.byStorage('pods'), decodeSegment(m[1]!), decodeSegment(m[2]!));
+      const pod = registry.get(
+        registry.byStorage('pods'),
+        decodePathSegment(m[1]!),
+        decodePathSegment(m[2]!),
+      );
       const kubeletPath = streamPath(pod, m[3] as StreamSubresource, url.searchParams);
       const endpoint = podKubelet(registry, pod);
       await proxyUpgrade(kubelets, endpoint, kubeletPath, req, socket, head);
@@ -327,14 +346,5 @@ export class ApiServer {
       );
     }
     res.writeHead(200, { 'content-type': 'application/json' }).end(this.options.openapi.v2);
-  }
-}
-
-/** One path segment, percent-decoded; a malformed escape (`%ZZ`) is the client's error, not ours. */
-function decodeSegment(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    throw badRequest(`the request path has a malformed percent-encoding in "${segment}"`);
   }
 }
