@@ -4,7 +4,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { type Clock, hardenHttpServer, type Logger } from '@nodelet/kernel';
 import type { Authenticator } from './authentication.js';
-import type { RequestAttributes } from '../authorization/attributes.js';
+import type { AuthorizationResult, RequestAttributes } from '../authorization/attributes.js';
 import type { AuthorizationChain } from '../authorization/chain.js';
 import { decodePathSegment, requestAttributes } from '../authorization/request-info.js';
 import type { TokenRequestContext } from '../serviceaccount/token-request.js';
@@ -168,14 +168,14 @@ export class ApiServer {
    */
   private async authenticateAndAuthorize(
     req: IncomingMessage,
-  ): Promise<{ user: RequestUser; url: URL; attributes: RequestAttributes }> {
+  ): Promise<{ user: RequestUser; url: URL; attributes: RequestAttributes; decision: AuthorizationResult }> {
     const user = await this.options.authenticator.authenticate(req);
     // Prefixed, not resolved against a base: a target of `//x` would be read as the host `x`.
     const target = req.url ?? '/';
     const url = new URL(`https://localhost${target.startsWith('/') ? '' : '/'}${target}`);
     const attributes = requestAttributes(user, req.method ?? 'GET', url);
-    this.options.authorizer.check(attributes);
-    return { user, url, attributes };
+    const decision = this.options.authorizer.check(attributes);
+    return { user, url, attributes, decision };
   }
 
   private fail(res: ServerResponse, err: unknown): void {
