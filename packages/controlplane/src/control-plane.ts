@@ -18,6 +18,7 @@ import { ServiceAccountTokens } from './serviceaccount/tokens.js';
 import { KubeletClient } from './apiserver/kubelet-client.js';
 import { ResourceMetrics } from './metrics/resource-metrics.js';
 import { CsrController } from './controllers/csr-controller.js';
+import { ClusterRoleAggregationController } from './controllers/clusterrole-aggregation-controller.js';
 import { reconcileBootstrapPolicy } from './authorization/reconcile-bootstrap-policy.js';
 import { advertiseAddress, ensureBootstrapToken, ensureClusterObjects } from './cluster-bootstrap.js';
 import { ensureNodeCert, ensurePki, ensureUserCert, writeKubeconfig, type KeyPair, type Pki } from './pki.js';
@@ -284,6 +285,13 @@ export class ControlPlane {
       );
     }
     this.controllers.push(new CsrController(registry, o.clock, logger.child('csr-controller'), this.pki.ca));
+    this.controllers.push(
+      new ClusterRoleAggregationController(
+        registry,
+        o.clock,
+        logger.child('clusterrole-aggregation-controller'),
+      ),
+    );
     for (const c of this.controllers) c.start();
     this.startHousekeeping();
     logger.info('control plane serving', {
