@@ -3,20 +3,14 @@ import { createLogger, MemorySink, VirtualClock } from '@nodelet/kernel';
 import { ClusterRoleAggregationController } from '../controllers/clusterrole-aggregation-controller.js';
 import { waitFor } from '../test-helpers.js';
 import { RbacAuthorizer } from './rbac-authorizer.js';
-import { clusterRole, rbacRegistry, resourceRequest, user } from './rbac-fixtures.js';
+import { clusterRole, rbacRegistry, resourceRequest, systemNamespaces, user } from './rbac-fixtures.js';
 import { reconcileBootstrapPolicy } from './reconcile-bootstrap-policy.js';
 import { clusterRoleBinding, userSubject } from './rbac-fixtures.js';
 
 const label = (role: string) => ({ [`rbac.authorization.k8s.io/aggregate-to-${role}`]: 'true' });
 
 function setup() {
-  const registry = rbacRegistry();
-  for (const name of ['kube-system', 'kube-public'])
-    registry.create(registry.byStorage('namespaces'), '', {
-      apiVersion: 'v1',
-      kind: 'Namespace',
-      metadata: { name },
-    });
+  const registry = rbacRegistry([], systemNamespaces);
   const controller = new ClusterRoleAggregationController(
     registry,
     new VirtualClock(),
