@@ -9,14 +9,18 @@
 // controller-role-bindings.yaml, namespace-roles.yaml and namespace-role-bindings.yaml (a missing file
 // is skipped); each `file=commit` records the upstream commit a file was taken from.
 //
-// A rule is one string of space-separated fields, lists comma-separated, in upstream's order:
-//   g=<apiGroups> r=<resources> n=<resourceNames> u=<nonResourceURLs> v=<verbs>
-// (the core group is the empty string, so `g=` is [""] and `g=,events.k8s.io` is ["", "events.k8s.io"]).
-// A subject is `<Kind> <name>`, or `ServiceAccount <namespace>/<name>`; a roleRef `<Kind> <name>`.
+// Rules, subjects and labels are written in the compact form of src/authorization/golden-encoding.ts
+// (build first: npx tsc -b); a roleRef is `<Kind> <name>`.
 import { readFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import process from 'node:process';
 import { parse } from 'yaml';
+import {
+  encodeLabels,
+  encodeRule,
+  encodeSelectors,
+  encodeSubject,
+} from '../dist/authorization/golden-encoding.js';
 
 const [dir, ...pins] = process.argv.slice(2);
 if (!dir) {
@@ -24,40 +28,12 @@ if (!dir) {
   process.exit(2);
 }
 
-function encodeRule(rule) {
-  const fields = [];
-  const add = (key, list) => {
-    if (list && list.length > 0) fields.push(`${key}=${list.join(',')}`);
-  };
-  add('g', rule.apiGroups);
-  add('r', rule.resources);
-  add('n', rule.resourceNames);
-  add('u', rule.nonResourceURLs);
-  add('v', rule.verbs);
-  return fields.join(' ');
-}
-
-function encodeSubject(s) {
-  return s.kind === 'ServiceAccount' ? `${s.kind} ${s.namespace ?? ''}/${s.name}` : `${s.kind} ${s.name}`;
-}
-
-const extraLabels = (meta) =>
-  Object.entries(meta.labels ?? {})
-    .filter(([k]) => k !== 'kubernetes.io/bootstrapping')
-    .map(([k, v]) => `${k}=${v}`)
-    .sort();
-
 function role(item) {
   const out = {};
-  const labels = extraLabels(item.metadata);
+  const labels = encodeLabels(item.metadata.labels);
   if (labels.length > 0) out.labels = labels;
   const selectors = item.aggregationRule?.clusterRoleSelectors;
-  if (selectors)
-    out.aggregationRule = selectors.map((s) =>
-      Object.entries(s.matchLabels ?? {})
-        .map(([k, v]) => `${k}=${v}`)
-        .join(','),
-    );
+  if (selectors) out.aggregationRule = encodeSelectors(selectors);
   out.rules = (item.rules ?? []).map(encodeRule);
   return out;
 }

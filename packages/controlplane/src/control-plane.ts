@@ -20,6 +20,7 @@ import { ServiceAccountTokens } from './serviceaccount/tokens.js';
 import { KubeletClient } from './apiserver/kubelet-client.js';
 import { ResourceMetrics } from './metrics/resource-metrics.js';
 import { CsrController } from './controllers/csr-controller.js';
+import { ClusterRoleAggregationController } from './controllers/clusterrole-aggregation-controller.js';
 import { reconcileBootstrapPolicy } from './authorization/reconcile-bootstrap-policy.js';
 import { RbacEscalationAdmission } from './authorization/rbac-escalation-admission.js';
 import {
@@ -304,6 +305,13 @@ export class ControlPlane {
     }
     this.controllers.push(
       new CsrController(registry, o.clock, logger.child('csr-controller'), this.pki.ca, authorization.chain),
+    );
+    this.controllers.push(
+      new ClusterRoleAggregationController(
+        registry,
+        o.clock,
+        logger.child('clusterrole-aggregation-controller'),
+      ),
     );
     for (const c of this.controllers) c.start();
     this.startHousekeeping();

@@ -5,24 +5,10 @@
  * bindings in the namespace.
  */
 import type { KubeObject } from '../object.js';
-import {
-  clusterRole,
-  legacyGroup as core,
-  read,
-  readWrite,
-  rule,
-  write,
-} from './bootstrap-policy-builders.js';
+import { clusterRole, apiGroup, read, readWrite, rule, write } from './bootstrap-policy-builders.js';
 
-const apps = 'apps';
-const extensions = 'extensions';
-const autoscaling = 'autoscaling';
-const batch = 'batch';
-const policy = 'policy';
-const networking = 'networking.k8s.io';
-const coordination = 'coordination.k8s.io';
-const authorization = 'authorization.k8s.io';
-const rbac = 'rbac.authorization.k8s.io';
+const { core, apps, extensions, autoscaling, batch, policy, networking, coordination, authorization, rbac } =
+  apiGroup;
 
 /** The label by which a ClusterRole's rules are aggregated into admin, edit or view. */
 export const aggregateTo = (role: 'admin' | 'edit' | 'view') => ({

@@ -11,19 +11,13 @@ import {
   clusterBinding,
   clusterRole,
   eventsRule,
-  legacyGroup as core,
+  apiGroup,
   read,
   rule,
 } from './bootstrap-policy-builders.js';
 
-const apps = 'apps';
-const extensions = 'extensions';
-const policy = 'policy';
-const coordination = 'coordination.k8s.io';
-const storage = 'storage.k8s.io';
-const certificates = 'certificates.k8s.io';
-const authentication = 'authentication.k8s.io';
-const authorization = 'authorization.k8s.io';
+const { core, apps, extensions, policy, coordination, storage, certificates, authentication, authorization } =
+  apiGroup;
 
 /** A signer-approval role of the CSR API: `approve` on one signer name. */
 const approver = (name: string, signer: string) =>

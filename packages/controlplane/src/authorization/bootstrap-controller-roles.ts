@@ -9,22 +9,16 @@ import {
   clusterBinding,
   clusterRole,
   eventsRule,
-  legacyGroup as core,
+  apiGroup,
   read,
   rule,
   type RuleBuilder,
 } from './bootstrap-policy-builders.js';
 
+const { core, apps, extensions, batch, storage, resource, networking, certificates } = apiGroup;
+
 export const controllerRolePrefix = 'system:controller:';
 const controllerNamespace = 'kube-system';
-
-const apps = 'apps';
-const extensions = 'extensions';
-const batch = 'batch';
-const storage = 'storage.k8s.io';
-const resource = 'resource.k8s.io';
-const networking = 'networking.k8s.io';
-const certificates = 'certificates.k8s.io';
 
 const controllers: Record<string, () => RuleBuilder[]> = {
   'attachdetach-controller': () => [

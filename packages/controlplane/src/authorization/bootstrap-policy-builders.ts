@@ -12,6 +12,24 @@ export const bootstrappingValue = 'rbac-defaults';
 export const autoUpdateAnnotation = 'rbac.authorization.kubernetes.io/autoupdate';
 
 export const legacyGroup = '';
+
+/** The API groups the policy names, by short name (`core` is the legacy group, ''). */
+export const apiGroup = {
+  core: legacyGroup,
+  apps: 'apps',
+  extensions: 'extensions',
+  autoscaling: 'autoscaling',
+  batch: 'batch',
+  policy: 'policy',
+  networking: 'networking.k8s.io',
+  coordination: 'coordination.k8s.io',
+  storage: 'storage.k8s.io',
+  certificates: 'certificates.k8s.io',
+  authentication: 'authentication.k8s.io',
+  authorization: 'authorization.k8s.io',
+  rbac: 'rbac.authorization.k8s.io',
+  resource: 'resource.k8s.io',
+} as const;
 export const read = ['get', 'list', 'watch'] as const;
 export const write = ['create', 'update', 'patch', 'delete', 'deletecollection'] as const;
 export const readWrite = [...read, ...write] as const;

@@ -9,6 +9,7 @@ import { readFileSync } from 'node:fs';
 import type { KubeObject } from '../object.js';
 import { autoUpdateAnnotation, bootstrappingLabel } from './bootstrap-policy-builders.js';
 import { bootstrapPolicy } from './bootstrap-policy.js';
+import { encodeLabels, encodeRule, encodeSelectors, encodeSubject } from './golden-encoding.js';
 import type { PolicyRule, Subject } from './policy-rule.js';
 
 interface GoldenRole {
@@ -51,43 +52,16 @@ const versionSkew = {
   bindingsMissingFromGolden: ['system:controller:device-taint-eviction-controller'],
 };
 
-function encodeRule(rule: PolicyRule): string {
-  const fields: string[] = [];
-  const add = (key: string, list: string[] | undefined) => {
-    if (list && list.length > 0) fields.push(`${key}=${list.join(',')}`);
-  };
-  add('g', rule.apiGroups);
-  add('r', rule.resources);
-  add('n', rule.resourceNames);
-  add('u', rule.nonResourceURLs);
-  add('v', rule.verbs);
-  return fields.join(' ');
-}
-
-const encodeSubject = (s: Subject) =>
-  s.kind === 'ServiceAccount' ? `${s.kind} ${s.namespace ?? ''}/${s.name}` : `${s.kind} ${s.name}`;
-
 const key = (o: KubeObject) =>
   o.metadata.namespace ? `${o.metadata.namespace}/${o.metadata.name}` : o.metadata.name!;
 
 function asGoldenRole(o: KubeObject): GoldenRole {
-  const labels = Object.entries(o.metadata.labels ?? {})
-    .filter(([k]) => k !== bootstrappingLabel)
-    .map(([k, v]) => `${k}=${v}`)
-    .sort();
+  const labels = encodeLabels(o.metadata.labels);
   const selectors = o.aggregationRule?.clusterRoleSelectors as
     { matchLabels: Record<string, string> }[] | undefined;
   return {
     ...(labels.length > 0 ? { labels } : {}),
-    ...(selectors
-      ? {
-          aggregationRule: selectors.map((s) =>
-            Object.entries(s.matchLabels)
-              .map(([k, v]) => `${k}=${v}`)
-              .join(','),
-          ),
-        }
-      : {}),
+    ...(selectors ? { aggregationRule: encodeSelectors(selectors) } : {}),
     rules: ((o.rules ?? []) as PolicyRule[]).map(encodeRule).sort(),
   };
 }

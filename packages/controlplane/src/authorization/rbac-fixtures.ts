@@ -96,12 +96,18 @@ export function nonResourceRequest(u: RequestUser, verb: string, path: string): 
   };
 }
 
-/** A registry on an in-memory store serving namespaces and the four RBAC kinds. */
-export function rbacRegistry(admission: AdmissionPlugin[] = []): Registry {
-  return new Registry({
+/** A registry on an in-memory store serving namespaces and the four RBAC kinds, with `namespaceNames`. */
+export function rbacRegistry(admission: AdmissionPlugin[] = [], namespaceNames: string[] = []): Registry {
+  const registry = new Registry({
     store: new RevisionStore(':memory:'),
     clock: new VirtualClock(),
     types: [namespaces, roles, clusterRoles, roleBindings, clusterRoleBindings],
     admission,
   });
+  for (const name of namespaceNames)
+    registry.create(namespaces, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+  return registry;
 }
+
+/** The namespaces the bootstrap policy has roles in. */
+export const systemNamespaces = ['kube-system', 'kube-public'];

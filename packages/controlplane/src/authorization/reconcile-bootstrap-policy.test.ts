@@ -2,19 +2,16 @@ import test from 'ava';
 import { autoUpdateAnnotation } from './bootstrap-policy-builders.js';
 import { bootstrapPolicy } from './bootstrap-policy.js';
 import { RbacAuthorizer } from './rbac-authorizer.js';
-import { nonResourceRequest, rbacRegistry, resourceRequest, user } from './rbac-fixtures.js';
+import {
+  nonResourceRequest,
+  rbacRegistry,
+  resourceRequest,
+  systemNamespaces,
+  user,
+} from './rbac-fixtures.js';
 import { reconcileBootstrapPolicy } from './reconcile-bootstrap-policy.js';
 
-function registryWithNamespaces() {
-  const registry = rbacRegistry();
-  for (const name of ['kube-system', 'kube-public'])
-    registry.create(registry.byStorage('namespaces'), '', {
-      apiVersion: 'v1',
-      kind: 'Namespace',
-      metadata: { name },
-    });
-  return registry;
-}
+const registryWithNamespaces = () => rbacRegistry([], systemNamespaces);
 
 test('a new cluster gets every bootstrap object; a second run changes nothing', (t) => {
   const registry = registryWithNamespaces();

@@ -36,7 +36,7 @@ function resourcesCover(owner: readonly string[], wanted: readonly string[]): bo
   });
 }
 
-function urlCovers(owner: string, path: string): boolean {
+export function nonResourceURLCovers(owner: string, path: string): boolean {
   if (owner === path) return true;
   return owner.endsWith('*') && path.startsWith(owner.replace(/\*+$/, ''));
 }
@@ -48,7 +48,9 @@ function ruleCovers(owner: PolicyRule, piece: PolicyRule): boolean {
     (owner.verbs.includes(verbAll) || hasAll(owner.verbs, piece.verbs)) &&
     ((owner.apiGroups ?? []).includes(apiGroupAll) || hasAll(owner.apiGroups ?? [], piece.apiGroups ?? [])) &&
     resourcesCover(owner.resources ?? [], piece.resources ?? []) &&
-    (piece.nonResourceURLs ?? []).every((p) => (owner.nonResourceURLs ?? []).some((o) => urlCovers(o, p))) &&
+    (piece.nonResourceURLs ?? []).every((p) =>
+      (owner.nonResourceURLs ?? []).some((o) => nonResourceURLCovers(o, p)),
+    ) &&
     // An owner limited to names covers only those names, never the whole resource.
     (pieceNames.length === 0
       ? ownerNames.length === 0
