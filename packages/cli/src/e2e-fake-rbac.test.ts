@@ -92,9 +92,15 @@ function expectedAccess(user: string, clusterRole: string): Record<string, strin
     for (const url of list(f.u)) add(`url ${url}`, verbs);
     const names = list(f.n).sort().join(' ');
     for (const group of f.g === undefined ? [] : list(f.g))
-      for (const resource of list(f.r)) add(`${group ? `${resource}.${group}` : resource} [${names}]`, verbs);
+      for (const resource of list(f.r)) add(`${combineResourceGroup(resource, group)} [${names}]`, verbs);
   }
   return Object.fromEntries([...access].map(([k, v]) => [k, [...v].sort()]).sort());
+}
+
+/** How kubectl names a resource of a group: `deployments.apps/scale` (its describe.CombineResourceGroup). */
+function combineResourceGroup(resource: string, group: string): string {
+  const [base, sub] = resource.split(/\/(.*)/s) as [string, string | undefined];
+  return `${base}${group ? `.${group}` : ''}${sub ? `/${sub}` : ''}`;
 }
 
 /** kubectl's table (Resources, Non-Resource URLs, Resource Names, Verbs), in the same shape. */
