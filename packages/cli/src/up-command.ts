@@ -1,4 +1,3 @@
-import { mkdir, writeFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -17,7 +16,8 @@ Usage:
   nodelet up [flags]
 
 Flags:
-  --data-dir DIR      state: state.db (SQLite), pki/ (CA and certificates), kubeconfig (default ~/.nodelet)
+  --data-dir DIR      state: state.db (SQLite), pki/ (CA and certificates), kubeconfig (default ~/.nodelet);
+                      made (or tightened to) owner-only: 0700 directories, 0600 files
   --port PORT         HTTPS port of the API server; 0 picks a free one (default 6443)
   --address IP        address the API server binds to and advertises in the kubernetes Service
                       (default 127.0.0.1; pods reach the API only at an address of the node)
@@ -158,12 +158,15 @@ export async function runUp(
     io.stdout(upHelp);
     return undefined;
   }
-  const [{ Kernel, createLogger }, { controlPlanePlugin, ControlPlaneApi }, { KubeletServerCapability }] =
-    await Promise.all([
-      import('@nodelet/kernel'),
-      import('@nodelet/controlplane'),
-      import('@nodelet/kubelet'),
-    ]);
+  const [
+    { Kernel, createLogger },
+    { controlPlanePlugin, ControlPlaneApi, writeSecret, privateNodeDirs },
+    { KubeletServerCapability },
+  ] = await Promise.all([
+    import('@nodelet/kernel'),
+    import('@nodelet/controlplane'),
+    import('@nodelet/kubelet'),
+  ]);
   const [{ hostEnv, resolveKubeletSetup }, { buildKernel }] = await Promise.all([
     import('./kubelet-setup.js'),
     import('./kubelet-command.js'),
@@ -228,8 +231,8 @@ export async function runUp(
       // The kubelet API as a cluster's kubelet serves it: the cluster CA's certificates and the API
       // server's TokenReviews authenticate, SubjectAccessReviews authorize; a free port each.
       const clientCAFile = join(nodeDir, 'client-ca.crt');
-      await mkdir(nodeDir, { recursive: true });
-      await writeFile(clientCAFile, cp.caCert);
+      await writeSecret(clientCAFile, cp.caCert);
+      await privateNodeDirs(flags.dataDir, nodeDir, logger);
       setup.kubelet.server = {
         port: 0,
         certDir: join(nodeDir, 'kubelet', 'pki'),

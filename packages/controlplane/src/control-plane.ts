@@ -1,4 +1,3 @@
-import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Clock, Logger, Loop } from '@nodelet/kernel';
 import { NodeRestrictionAdmission } from './admission/node-restriction.js';
@@ -23,6 +22,7 @@ import { ensureNodeCert, ensurePki, ensureUserCert, writeKubeconfig, type KeyPai
 import { parseCidr, parsePortRange, ServiceAllocator } from './resources/allocators.js';
 import { servedResources } from './resources/index.js';
 import { RevisionStore } from './storage/revision-store.js';
+import { securePrivateDataDir } from './data-dir.js';
 
 /**
  * The embedded control plane: the revision store, the API server on HTTPS, and the controllers a node
@@ -164,7 +164,7 @@ export class ControlPlane {
     const logger = o.logger;
     // Read before anything opens, so a bad file stops the start with nothing to undo.
     const staticTokens = o.tokenAuthFile ? await StaticTokens.load(o.tokenAuthFile) : undefined;
-    await mkdir(this.dataDir, { recursive: true, mode: 0o700 });
+    await securePrivateDataDir(this.dataDir, logger);
     const advertise = advertiseAddress(o.bindAddress ?? '127.0.0.1');
     this.pki = await ensurePki(join(this.dataDir, 'pki'), this.allocator.firstIP, undefined, [advertise]);
     const store = new RevisionStore(join(this.dataDir, 'state.db'), {

@@ -1,4 +1,5 @@
 import Database from 'better-sqlite3';
+import { chmodSync, closeSync, existsSync, openSync } from 'node:fs';
 import type { KubeObject } from '../object.js';
 
 /**
@@ -93,8 +94,15 @@ export class RevisionStore {
     options: RevisionStoreOptions = {},
   ) {
     this.onListenerError = options.onListenerError ?? (() => {});
+    // Every Secret is in here: the file exists 0600 before SQLite opens it, which then makes its -wal and
+    // -shm files with the same mode (the umask is not relied on).
+    if (path !== ':memory:') {
+      closeSync(openSync(path, 'a', 0o600));
+      chmodSync(path, 0o600);
+    }
     this.db = new Database(path);
     this.db.pragma('journal_mode = WAL');
+    for (const suffix of ['-wal', '-shm']) if (existsSync(path + suffix)) chmodSync(path + suffix, 0o600);
     this.db.pragma(`synchronous = ${options.synchronous ?? 'NORMAL'}`);
     this.db.pragma('foreign_keys = OFF');
     this.db.exec(`
