@@ -225,6 +225,10 @@ test('nodelet up refuses bad flags with one line that names the flag', async (t)
   });
   t.throws(() => parseUpArgs(['--port', 'x']), { message: /flag --port must be an integer/ });
   t.is(parseUpArgs([]).flags.port, 6443);
+  t.is(
+    parseUpArgs(['--encryption-provider-config', 'enc.yaml']).flags.encryptionProviderConfig,
+    join(process.cwd(), 'enc.yaml'),
+  );
   t.throws(() => parseUpArgs(['--address', 'not-an-ip']), {
     message: /^flag --address must be an IP address of this machine .*, got "not-an-ip"$/,
   });

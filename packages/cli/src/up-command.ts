@@ -33,6 +33,9 @@ Flags:
   --token-auth-file FILE
                       static bearer tokens, one token,user,uid,"group1,group2" line each
                       (kube-apiserver's --token-auth-file)
+  --encryption-provider-config FILE
+                      an EncryptionConfiguration (apiserver.config.k8s.io/v1): the resources it lists
+                      are encrypted in state.db with aesgcm or aescbc (kube-apiserver's flag)
   --user NAME=ROLE    write <data-dir>/users/NAME.kubeconfig (a client certificate for NAME) and bind
                       NAME to the ClusterRole ROLE (view, edit, admin, …); may be repeated
   --v N               log verbosity: 0-1 info, 2 and up debug (default 0)
@@ -64,6 +67,7 @@ const options = {
   'proxy-mode': { type: 'string' },
   config: { type: 'string' },
   'token-auth-file': { type: 'string' },
+  'encryption-provider-config': { type: 'string' },
   user: { type: 'string', multiple: true },
   v: { type: 'string', short: 'v' },
   help: { type: 'boolean', short: 'h' },
@@ -81,6 +85,8 @@ export interface UpFlags {
   config?: string;
   /** kube-apiserver's --token-auth-file. */
   tokenAuthFile?: string;
+  /** kube-apiserver's --encryption-provider-config. */
+  encryptionProviderConfig?: string;
   /** `--user alice=view`: a kubeconfig for each user, bound to the ClusterRole. */
   users: { name: string; clusterRole: string }[];
   v: number;
@@ -137,6 +143,9 @@ export function parseUpArgs(args: readonly string[]): { help: boolean; flags: Up
       ...(values['token-auth-file'] !== undefined
         ? { tokenAuthFile: resolve(values['token-auth-file']) }
         : {}),
+      ...(values['encryption-provider-config'] !== undefined
+        ? { encryptionProviderConfig: resolve(values['encryption-provider-config']) }
+        : {}),
       users,
       v: intFlag('v', values.v?.replace(/^=/, ''), 0, 10) ?? 0,
     },
@@ -187,6 +196,7 @@ export async function runUp(
       port: flags.port,
       bindAddress: flags.address,
       ...(flags.tokenAuthFile ? { tokenAuthFile: flags.tokenAuthFile } : {}),
+      ...(flags.encryptionProviderConfig ? { encryptionProviderConfig: flags.encryptionProviderConfig } : {}),
     },
     'nodelet up flags',
   );

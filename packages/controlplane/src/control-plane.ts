@@ -23,6 +23,7 @@ import { parseCidr, parsePortRange, ServiceAllocator } from './resources/allocat
 import { servedResources } from './resources/index.js';
 import { RevisionStore } from './storage/revision-store.js';
 import { securePrivateDataDir } from './data-dir.js';
+import { EncryptionConfig } from './storage/encryption-config.js';
 
 /**
  * The embedded control plane: the revision store, the API server on HTTPS, and the controllers a node
@@ -74,6 +75,11 @@ export interface ControlPlaneOptions {
    * /readyz, /version and below; [] turns anonymous off).
    */
   anonymousPaths?: readonly string[];
+  /**
+   * An EncryptionConfiguration file (kube-apiserver's --encryption-provider-config): the resources it
+   * lists (Secrets, …) are encrypted in state.db, current objects and history alike.
+   */
+  encryptionProviderConfig?: string;
 }
 
 export interface Controller {
@@ -160,16 +166,30 @@ export class ControlPlane {
   }
 
   async start(): Promise<void> {
+    try {
+      await this.startServing();
+    } catch (err) {
+      // What started (the store, the listening server) is closed: a failed start leaves nothing open.
+      await this.stop();
+      throw err;
+    }
+  }
+
+  private async startServing(): Promise<void> {
     const o = this.options;
     const logger = o.logger;
     // Read before anything opens, so a bad file stops the start with nothing to undo.
     const staticTokens = o.tokenAuthFile ? await StaticTokens.load(o.tokenAuthFile) : undefined;
+    const encryption = o.encryptionProviderConfig
+      ? await EncryptionConfig.load(o.encryptionProviderConfig)
+      : undefined;
     await securePrivateDataDir(this.dataDir, logger);
     const advertise = advertiseAddress(o.bindAddress ?? '127.0.0.1');
     this.pki = await ensurePki(join(this.dataDir, 'pki'), this.allocator.firstIP, undefined, [advertise]);
     const store = new RevisionStore(join(this.dataDir, 'state.db'), {
       ...(o.synchronous ? { synchronous: o.synchronous } : {}),
       onListenerError: (err) => logger.error('watcher failed', { err: String(err) }),
+      ...(encryption ? { transformerFor: encryption.forStorage(this.types) } : {}),
     });
     this.storeRef = store;
     const registry = new Registry({

@@ -29,6 +29,8 @@ export interface ControlPlanePluginConfig {
   synchronous: 'NORMAL' | 'FULL';
   /** kube-apiserver's --token-auth-file: static bearer tokens. */
   tokenAuthFile?: string;
+  /** kube-apiserver's --encryption-provider-config: an EncryptionConfiguration file. */
+  encryptionProviderConfig?: string;
 }
 
 export const controlPlaneConfigSchema = {
@@ -47,6 +49,7 @@ export const controlPlaneConfigSchema = {
     retainRevisions: { type: 'integer', minimum: 0, default: 10000 },
     synchronous: { enum: ['NORMAL', 'FULL'], default: 'NORMAL' },
     tokenAuthFile: { type: 'string', minLength: 1 },
+    encryptionProviderConfig: { type: 'string', minLength: 1 },
   },
 } as const;
 
@@ -74,6 +77,7 @@ export const controlPlanePlugin = definePlugin<ControlPlanePluginConfig>({
       compaction: { intervalMs: c.compactionIntervalSeconds * 1000, retainRevisions: c.retainRevisions },
       synchronous: c.synchronous,
       ...(c.tokenAuthFile ? { tokenAuthFile: c.tokenAuthFile } : {}),
+      ...(c.encryptionProviderConfig ? { encryptionProviderConfig: c.encryptionProviderConfig } : {}),
     });
     ctx.provide(ControlPlaneApi, cp);
     ctx.onStart(() => cp.start());
