@@ -36,6 +36,11 @@ Flags:
   --encryption-provider-config FILE
                       an EncryptionConfiguration (apiserver.config.k8s.io/v1): the resources it lists
                       are encrypted in state.db with aesgcm or aescbc (kube-apiserver's flag)
+  --audit-log-path FILE
+                      append an audit.k8s.io/v1 Event per request stage as JSON lines (- for stdout),
+                      at the levels of --audit-policy-file (kube-apiserver's flags; off by default)
+  --audit-policy-file FILE
+                      an audit.k8s.io/v1 Policy: the first matching rule sets a request's level
   --user NAME=ROLE    write <data-dir>/users/NAME.kubeconfig (a client certificate for NAME) and bind
                       NAME to the ClusterRole ROLE (view, edit, admin, …); may be repeated
   --v N               log verbosity: 0-1 info, 2 and up debug (default 0)
@@ -68,6 +73,8 @@ const options = {
   config: { type: 'string' },
   'token-auth-file': { type: 'string' },
   'encryption-provider-config': { type: 'string' },
+  'audit-log-path': { type: 'string' },
+  'audit-policy-file': { type: 'string' },
   user: { type: 'string', multiple: true },
   v: { type: 'string', short: 'v' },
   help: { type: 'boolean', short: 'h' },
@@ -87,6 +94,9 @@ export interface UpFlags {
   tokenAuthFile?: string;
   /** kube-apiserver's --encryption-provider-config. */
   encryptionProviderConfig?: string;
+  /** kube-apiserver's --audit-log-path (`-`: stdout) and --audit-policy-file. */
+  auditLogPath?: string;
+  auditPolicyFile?: string;
   /** `--user alice=view`: a kubeconfig for each user, bound to the ClusterRole. */
   users: { name: string; clusterRole: string }[];
   v: number;
@@ -146,6 +156,12 @@ export function parseUpArgs(args: readonly string[]): { help: boolean; flags: Up
       ...(values['encryption-provider-config'] !== undefined
         ? { encryptionProviderConfig: resolve(values['encryption-provider-config']) }
         : {}),
+      ...(values['audit-log-path'] !== undefined
+        ? { auditLogPath: values['audit-log-path'] === '-' ? '-' : resolve(values['audit-log-path']) }
+        : {}),
+      ...(values['audit-policy-file'] !== undefined
+        ? { auditPolicyFile: resolve(values['audit-policy-file']) }
+        : {}),
       users,
       v: intFlag('v', values.v?.replace(/^=/, ''), 0, 10) ?? 0,
     },
@@ -197,6 +213,8 @@ export async function runUp(
       bindAddress: flags.address,
       ...(flags.tokenAuthFile ? { tokenAuthFile: flags.tokenAuthFile } : {}),
       ...(flags.encryptionProviderConfig ? { encryptionProviderConfig: flags.encryptionProviderConfig } : {}),
+      ...(flags.auditLogPath ? { auditLogPath: flags.auditLogPath } : {}),
+      ...(flags.auditPolicyFile ? { auditPolicyFile: flags.auditPolicyFile } : {}),
     },
     'nodelet up flags',
   );

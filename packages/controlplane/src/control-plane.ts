@@ -24,6 +24,8 @@ import { servedResources } from './resources/index.js';
 import { RevisionStore } from './storage/revision-store.js';
 import { securePrivateDataDir } from './data-dir.js';
 import { EncryptionConfig } from './storage/encryption-config.js';
+import { openAuditLog, type AuditLog, type AuditLogOptions } from './audit/audit-log.js';
+import { bodyRead } from './apiserver/request-params.js';
 
 /**
  * The embedded control plane: the revision store, the API server on HTTPS, and the controllers a node
@@ -80,6 +82,8 @@ export interface ControlPlaneOptions {
    * lists (Secrets, …) are encrypted in state.db, current objects and history alike.
    */
   encryptionProviderConfig?: string;
+  /** kube-apiserver's --audit-log-path (a file, or `-` for stdout) and --audit-policy-file: both or none. */
+  audit?: AuditLogOptions;
 }
 
 export interface Controller {
@@ -109,6 +113,7 @@ export class ControlPlane {
   private recorder?: EventRecorder;
   private namespaceController?: NamespaceController;
   private serviceAccountTokens?: ServiceAccountTokens;
+  private auditLog?: AuditLog;
 
   constructor(private readonly options: ControlPlaneOptions) {
     this.dataDir = options.dataDir;
@@ -183,6 +188,11 @@ export class ControlPlane {
     const encryption = o.encryptionProviderConfig
       ? await EncryptionConfig.load(o.encryptionProviderConfig)
       : undefined;
+    this.auditLog = await openAuditLog(o.audit ?? {}, {
+      clock: o.clock,
+      logger: logger.child('audit'),
+      bodyOf: bodyRead,
+    });
     await securePrivateDataDir(this.dataDir, logger);
     const advertise = advertiseAddress(o.bindAddress ?? '127.0.0.1');
     this.pki = await ensurePki(join(this.dataDir, 'pki'), this.allocator.firstIP, undefined, [advertise]);
@@ -260,6 +270,7 @@ export class ControlPlane {
       logProviders: this.logProviders,
       kubelets,
       resourceMetrics: this.metrics,
+      ...(this.auditLog ? { auditor: this.auditLog.auditor } : {}),
     });
     const address = await server.listen(o.port ?? 6443, o.bindAddress ?? '127.0.0.1');
     this.server = server;
@@ -317,6 +328,8 @@ export class ControlPlane {
     this.namespaceController = undefined;
     await this.server?.close();
     this.server = undefined;
+    await this.auditLog?.close();
+    this.auditLog = undefined;
     this.storeRef?.close();
     this.storeRef = undefined;
     this.registryRef = undefined;

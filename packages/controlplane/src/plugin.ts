@@ -31,6 +31,9 @@ export interface ControlPlanePluginConfig {
   tokenAuthFile?: string;
   /** kube-apiserver's --encryption-provider-config: an EncryptionConfiguration file. */
   encryptionProviderConfig?: string;
+  /** kube-apiserver's --audit-log-path (`-`: stdout) and --audit-policy-file. */
+  auditLogPath?: string;
+  auditPolicyFile?: string;
 }
 
 export const controlPlaneConfigSchema = {
@@ -50,6 +53,8 @@ export const controlPlaneConfigSchema = {
     synchronous: { enum: ['NORMAL', 'FULL'], default: 'NORMAL' },
     tokenAuthFile: { type: 'string', minLength: 1 },
     encryptionProviderConfig: { type: 'string', minLength: 1 },
+    auditLogPath: { type: 'string', minLength: 1 },
+    auditPolicyFile: { type: 'string', minLength: 1 },
   },
 } as const;
 
@@ -78,6 +83,10 @@ export const controlPlanePlugin = definePlugin<ControlPlanePluginConfig>({
       synchronous: c.synchronous,
       ...(c.tokenAuthFile ? { tokenAuthFile: c.tokenAuthFile } : {}),
       ...(c.encryptionProviderConfig ? { encryptionProviderConfig: c.encryptionProviderConfig } : {}),
+      audit: {
+        ...(c.auditLogPath ? { path: c.auditLogPath } : {}),
+        ...(c.auditPolicyFile ? { policyFile: c.auditPolicyFile } : {}),
+      },
     });
     ctx.provide(ControlPlaneApi, cp);
     ctx.onStart(() => cp.start());

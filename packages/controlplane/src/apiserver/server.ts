@@ -29,6 +29,7 @@ import type { Registry } from './registry.js';
 import { resolveResource, serveResource, type ServeContext } from './resource-handler.js';
 import type { RequestUser } from './resource-type.js';
 import { send } from './responses.js';
+import type { Auditor } from '../audit/request-audit.js';
 import { ApiError, badRequest, internalError, type Status } from './status.js';
 
 export type { PodLogOptions, PodLogProvider } from './pod-logs.js';
@@ -71,6 +72,8 @@ export interface ApiServerOptions {
   maxBodyBytes?: number;
   /** Watches without timeoutSeconds end after a random time in [min, 2·min) (upstream: 30 min). */
   minWatchTimeoutMs?: number;
+  /** The audit log's view of requests, when auditing is on. */
+  auditor?: Auditor;
 }
 
 export class ApiServer {
