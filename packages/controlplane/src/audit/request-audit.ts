@@ -159,11 +159,18 @@ export class RequestAudit {
     this.completed = true;
     const response = this.responseJson();
     this.event.responseStatus = responseStatus(this.res.statusCode, response);
-    if (this.config.level === 'Request' || this.config.level === 'RequestResponse') {
-      const body = this.options.bodyOf(this.req);
-      const request = body ? parseJson(body) : undefined;
-      if (request !== undefined)
-        this.event.requestObject = loggedObject(request, this.config.omitManagedFields);
+    const body = this.options.bodyOf(this.req);
+    const request = body ? parseJson(body) : undefined;
+    // As upstream, the name of the object a create sends completes objectRef at every level.
+    const meta = (request as { metadata?: { name?: unknown } } | undefined)?.metadata;
+    const ref = this.event.objectRef;
+    if (ref && !ref.name && typeof meta?.name === 'string' && meta.name)
+      this.event.objectRef = { ...ref, name: meta.name };
+    if (
+      request !== undefined &&
+      (this.config.level === 'Request' || this.config.level === 'RequestResponse')
+    ) {
+      this.event.requestObject = loggedObject(request, this.config.omitManagedFields);
     }
     if (this.config.level === 'RequestResponse' && response !== undefined) {
       this.event.responseObject = loggedObject(response, this.config.omitManagedFields);
