@@ -89,6 +89,13 @@ test('the audit log follows its policy, in the schema of audit.k8s.io/v1 Events'
     t.is(watch.status, 200);
     const anonymous = await apiRequest(c.cp, {}, 'GET', '/version');
     t.is(anonymous.status, 200);
+    const refused = await apiRequest(
+      c.cp,
+      { headers: { authorization: 'Bearer not-a-token' } },
+      'GET',
+      '/api/v1/pods',
+    );
+    t.is(refused.status, 401);
   } finally {
     // Stopping closes the log: every line is on disk.
     await c.stop();
@@ -164,6 +171,20 @@ test('the audit log follows its policy, in the schema of audit.k8s.io/v1 Events'
       ],
     );
     t.is(watchLines[2]!.responseObject, undefined, 'a watch stream is not copied into the log');
+
+    // Refused credentials: one ResponseStarted event with the 401, no user (upstream's failed-authn audit).
+    const unauthorized = lines.filter((l) => l.requestURI === '/api/v1/pods');
+    t.deepEqual(
+      unauthorized.map((l) => [l.stage, l.verb, l.user, l.responseStatus]),
+      [
+        [
+          'ResponseStarted',
+          'list',
+          {},
+          { metadata: {}, message: 'Authentication failed, attempted: bearer', code: 401 },
+        ],
+      ],
+    );
 
     const version = complete('get', '/version');
     t.is(version.user.username, 'system:anonymous');

@@ -29,7 +29,8 @@ import type { Registry } from './registry.js';
 import { resolveResource, serveResource, type ServeContext } from './resource-handler.js';
 import type { RequestUser } from './resource-type.js';
 import { send } from './responses.js';
-import type { Auditor } from '../audit/request-audit.js';
+import type { Auditor, RequestAudit } from '../audit/request-audit.js';
+import { requestAttributes } from '../authorization/request-info.js';
 import { ApiError, badRequest, internalError, type Status } from './status.js';
 
 export type { PodLogOptions, PodLogProvider } from './pod-logs.js';
@@ -151,19 +152,27 @@ export class ApiServer {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    let audit: RequestAudit | undefined;
+    // Prefixed, not resolved against a base: a target of `//x` would be read as the host `x`.
+    const target = req.url ?? '/';
+    const url = new URL(`https://localhost${target.startsWith('/') ? '' : '/'}${target}`);
     try {
-      const user = await this.options.authenticator.authenticate(req);
-      // Prefixed, not resolved against a base: a target of `//x` would be read as the host `x`.
-      const target = req.url ?? '/';
-      const url = new URL(`https://localhost${target.startsWith('/') ? '' : '/'}${target}`);
+      let user: RequestUser;
+      try {
+        user = await this.options.authenticator.authenticate(req);
+      } catch (err) {
+        this.options.auditor?.failedAuthentication(req, res, url);
+        throw err;
+      }
+      audit = this.options.auditor?.begin(req, res, requestAttributes(user, req.method ?? 'GET', url));
       authorize(user, req.method ?? 'GET', url.pathname.replace(/\/+$/, '') || '/');
       await this.route(req, res, url, user);
     } catch (err) {
-      this.fail(res, err);
+      this.fail(res, err, audit);
     }
   }
 
-  private fail(res: ServerResponse, err: unknown): void {
+  private fail(res: ServerResponse, err: unknown, audit?: RequestAudit): void {
     let status: Status;
     if (err instanceof ApiError) status = err.toStatus();
     else {
@@ -173,6 +182,8 @@ export class ApiServer {
       status = internalError(err instanceof Error ? err.message : String(err)).toStatus();
     }
     if (res.headersSent) {
+      // Failed after the answer began: the audit log's Panic stage.
+      audit?.panicked(status.message ?? 'the response failed after it started');
       res.destroy();
       return;
     }

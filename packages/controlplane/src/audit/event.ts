@@ -7,7 +7,8 @@ import type { AuditLevel, AuditStage } from './policy.js';
  * field names and their omitempty rules: what a log shipper or `jq` written for kube-apiserver reads.
  */
 export interface AuditUser {
-  username: string;
+  /** Left out only for a request whose credentials were refused. */
+  username?: string;
   uid?: string;
   groups?: string[];
   extra?: Record<string, string[]>;
@@ -86,14 +87,39 @@ export function objectReference(attrs: RequestAttributes): ObjectReference | und
 
 /** `responseStatus` from the code and, for a Status body (errors), its bounded fields. */
 export function responseStatus(code: number, body?: unknown): ResponseStatus {
-  const status: ResponseStatus = { metadata: {}, code };
+  const status: Partial<ResponseStatus> = { metadata: {} };
   if (isStatus(body)) {
     if (body.status) status.status = body.status;
     if (body.message) status.message = body.message;
     if (body.reason) status.reason = body.reason;
     if (body.details) status.details = body.details;
   }
-  return status;
+  return { ...status, code } as ResponseStatus;
+}
+
+/** The event with its fields in upstream's order (the order of types.go), empty ones left out. */
+export function inSchemaOrder(e: AuditEvent): AuditEvent {
+  const optional = <K extends keyof AuditEvent>(key: K) => (e[key] === undefined ? {} : { [key]: e[key] });
+  return {
+    kind: e.kind,
+    apiVersion: e.apiVersion,
+    level: e.level,
+    auditID: e.auditID,
+    stage: e.stage,
+    requestURI: e.requestURI,
+    verb: e.verb,
+    user: e.user,
+    ...optional('impersonatedUser'),
+    ...optional('sourceIPs'),
+    ...optional('userAgent'),
+    ...optional('objectRef'),
+    ...optional('responseStatus'),
+    ...optional('requestObject'),
+    ...optional('responseObject'),
+    requestReceivedTimestamp: e.requestReceivedTimestamp,
+    stageTimestamp: e.stageTimestamp,
+    ...optional('annotations'),
+  };
 }
 
 function isStatus(

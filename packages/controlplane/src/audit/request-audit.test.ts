@@ -134,6 +134,24 @@ test('Metadata: RequestReceived then ResponseComplete, no objects, upstream fiel
         },
       });
       t.regex(complete.stageTimestamp, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$/);
+      // In upstream's field order, as kube-apiserver writes its lines.
+      t.deepEqual(Object.keys(complete), [
+        'kind',
+        'apiVersion',
+        'level',
+        'auditID',
+        'stage',
+        'requestURI',
+        'verb',
+        'user',
+        'sourceIPs',
+        'userAgent',
+        'objectRef',
+        'responseStatus',
+        'requestReceivedTimestamp',
+        'stageTimestamp',
+        'annotations',
+      ]);
       t.is(received.auditID, complete.auditID);
       t.is(received.responseStatus, undefined);
       t.false(JSON.stringify(events).includes('c2VjcmV0'));

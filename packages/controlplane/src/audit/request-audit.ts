@@ -4,12 +4,14 @@ import type { Clock } from '@nodelet/kernel';
 import type { RequestAttributes } from '../authorization/attributes.js';
 import {
   auditUser,
+  inSchemaOrder,
   loggedObject,
   microTime,
   objectReference,
   responseStatus,
   type AuditEvent,
 } from './event.js';
+import { requestAttributes } from '../authorization/request-info.js';
 import { evaluatePolicy, type AuditPolicy, type AuditStage, type RequestAuditConfig } from './policy.js';
 
 export interface AuditSink {
@@ -46,6 +48,17 @@ export class Auditor {
     const audit = new RequestAudit(this.options, config, req, res, attrs);
     audit.emit('RequestReceived');
     return audit;
+  }
+
+  /**
+   * A request whose credentials were refused (upstream's failed-authentication audit): one
+   * ResponseStarted event with its 401, at the level the policy gives a request of no user.
+   */
+  failedAuthentication(req: IncomingMessage, res: ServerResponse, url: URL): void {
+    const attrs = requestAttributes({ name: '', groups: [] }, req.method ?? 'GET', url);
+    const config = evaluatePolicy(this.options.policy, attrs);
+    if (config.level === 'None') return;
+    new RequestAudit(this.options, config, req, res, attrs).unauthenticated(attemptedMethods(req));
   }
 }
 
@@ -102,6 +115,17 @@ export class RequestAudit {
     };
   }
 
+  /** The single event of a request whose credentials were refused. */
+  unauthenticated(attempted: string[]): void {
+    this.completed = true;
+    this.event.user = {};
+    const message = attempted.length
+      ? `Authentication failed, attempted: ${attempted.join(', ')}`
+      : 'Authentication failed, no credentials provided';
+    this.event.responseStatus = { metadata: {}, message, code: 401 };
+    this.emit('ResponseStarted');
+  }
+
   /** Logs the Panic stage: the handler failed without an answer. */
   panicked(message: string): void {
     if (this.completed) return;
@@ -112,7 +136,8 @@ export class RequestAudit {
 
   emit(stage: AuditStage): void {
     if (this.config.omitStages.includes(stage)) return;
-    this.options.sink.write({ ...this.event, stage, stageTimestamp: microTime(this.options.clock.now()) });
+    const stageTimestamp = microTime(this.options.clock.now());
+    this.options.sink.write(inSchemaOrder({ ...this.event, stage, stageTimestamp }));
   }
 
   private follow(longRunning: boolean): void {
@@ -192,6 +217,17 @@ function parseJson(body: Buffer): unknown {
   } catch {
     return undefined;
   }
+}
+
+/** The kinds of credentials a refused request carried, for the message upstream logs. */
+function attemptedMethods(req: IncomingMessage): string[] {
+  const methods: string[] = [];
+  const auth = (req.headers.authorization ?? '').trim().split(/\s+/);
+  if (auth[0]?.toLowerCase() === 'basic') methods.push('basic');
+  if (auth.length > 1 && auth[0]!.toLowerCase() === 'bearer') methods.push('bearer');
+  const socket = req.socket as { getPeerCertificate?: () => { subject?: unknown } };
+  if (socket.getPeerCertificate?.()?.subject) methods.push('x509');
+  return methods;
 }
 
 /** X-Forwarded-For's addresses, X-Real-Ip, then the peer's address, without repeats (as upstream). */
