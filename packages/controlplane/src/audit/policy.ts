@@ -1,6 +1,5 @@
-import { readFile } from 'node:fs/promises';
-import { parse as parseYaml } from 'yaml';
 import type { RequestAttributes } from '../authorization/attributes.js';
+import { list, mapping, parseConfigDocument, readConfigFile, type Fail } from '../config-document.js';
 
 /**
  * An `audit.k8s.io/v1` Policy (kube-apiserver's --audit-policy-file) and its evaluation, as upstream's
@@ -102,30 +101,12 @@ function resourceMatches(rule: PolicyRule, attrs: RequestAttributes): boolean {
 }
 
 export async function loadPolicy(path: string): Promise<AuditPolicy> {
-  let text: string;
-  try {
-    text = await readFile(path, 'utf8');
-  } catch (err) {
-    throw new Error(`${path}: cannot read the audit policy: ${(err as Error).message}`);
-  }
-  return parsePolicy(text, path);
+  return parsePolicy(await readConfigFile(path, 'audit policy'), path);
 }
 
 /** Checks a Policy document whole; errors name the file and the field. */
 export function parsePolicy(text: string, path = 'audit policy'): AuditPolicy {
-  const fail = (field: string, message: string): never => {
-    throw new Error(`${path}: ${field}: ${message}`);
-  };
-  let doc: unknown;
-  try {
-    doc = parseYaml(text);
-  } catch (err) {
-    return fail('(file)', `not YAML or JSON: ${(err as Error).message}`);
-  }
-  const root = record(doc, '(file)', fail);
-  if (root.kind !== 'Policy') fail('kind', `must be Policy, got ${JSON.stringify(root.kind)}`);
-  if (root.apiVersion !== 'audit.k8s.io/v1')
-    fail('apiVersion', `must be audit.k8s.io/v1, got ${JSON.stringify(root.apiVersion)}`);
+  const { root, fail } = parseConfigDocument(text, path, { apiVersion: 'audit.k8s.io/v1', kind: 'Policy' });
   const rules = list(root.rules, 'rules', fail);
   if (rules.length === 0) fail('rules', 'at least one rule is required');
   return {
@@ -135,10 +116,8 @@ export function parsePolicy(text: string, path = 'audit policy'): AuditPolicy {
   };
 }
 
-type Fail = (field: string, message: string) => never;
-
 function parseRule(raw: unknown, at: string, fail: Fail): PolicyRule {
-  const r = record(raw, at, fail);
+  const r = mapping(raw, at, fail);
   const level = r.level as AuditLevel;
   if (!auditLevels.includes(level))
     fail(`${at}.level`, `must be one of ${auditLevels.join(', ')}, got ${JSON.stringify(r.level)}`);
@@ -161,7 +140,7 @@ function parseRule(raw: unknown, at: string, fail: Fail): PolicyRule {
       'resources',
       resources?.map((g, j) => {
         const field = `${at}.resources[${j}]`;
-        const gr = record(g, field, fail);
+        const gr = mapping(g, field, fail);
         if (gr.group !== undefined && typeof gr.group !== 'string')
           fail(`${field}.group`, 'must be a string');
         return {
@@ -180,17 +159,6 @@ function parseRule(raw: unknown, at: string, fail: Fail): PolicyRule {
 
 function optional<K extends string, V>(key: K, value: V | undefined): { [P in K]?: V } {
   return (value === undefined ? {} : { [key]: value }) as { [P in K]?: V };
-}
-
-function record(value: unknown, field: string, fail: Fail): Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value))
-    return fail(field, 'must be a mapping');
-  return value as Record<string, unknown>;
-}
-
-function list(value: unknown, field: string, fail: Fail): unknown[] {
-  if (!Array.isArray(value)) return fail(field, 'must be a list');
-  return value;
 }
 
 function strings(value: unknown, field: string, fail: Fail): string[] | undefined {

@@ -1,5 +1,4 @@
-import { readFile } from 'node:fs/promises';
-import { parse as parseYaml } from 'yaml';
+import { list, mapping, parseConfigDocument, readConfigFile, type Fail } from '../config-document.js';
 import {
   aescbcProvider,
   aesgcmProvider,
@@ -27,37 +26,21 @@ export class EncryptionConfig {
   private constructor(private readonly rules: readonly { patterns: string[]; chain: ValueTransformer }[]) {}
 
   static async load(path: string): Promise<EncryptionConfig> {
-    let text: string;
-    try {
-      text = await readFile(path, 'utf8');
-    } catch (err) {
-      throw new Error(`${path}: cannot read the encryption configuration: ${(err as Error).message}`);
-    }
-    return EncryptionConfig.parse(text, path);
+    return EncryptionConfig.parse(await readConfigFile(path, 'encryption configuration'), path);
   }
 
   static parse(text: string, path = 'encryption configuration'): EncryptionConfig {
-    const fail = (field: string, message: string): never => {
-      throw new Error(`${path}: ${field}: ${message}`);
-    };
-    let doc: unknown;
-    try {
-      doc = parseYaml(text);
-    } catch (err) {
-      return fail('(file)', `not YAML or JSON: ${(err as Error).message}`);
-    }
-    const root = asObject(doc, '(file)', fail);
-    if (root.kind !== 'EncryptionConfiguration')
-      fail('kind', `must be EncryptionConfiguration, got ${JSON.stringify(root.kind)}`);
-    if (root.apiVersion !== 'apiserver.config.k8s.io/v1')
-      fail('apiVersion', `must be apiserver.config.k8s.io/v1, got ${JSON.stringify(root.apiVersion)}`);
-    const entries = asArray(root.resources, 'resources', fail);
+    const { root, fail } = parseConfigDocument(text, path, {
+      apiVersion: 'apiserver.config.k8s.io/v1',
+      kind: 'EncryptionConfiguration',
+    });
+    const entries = list(root.resources, 'resources', fail);
     if (entries.length === 0) fail('resources', 'at least one entry is required');
     const seen = new Set<string>();
     const rules = entries.map((raw, i) => {
       const at = `resources[${i}]`;
-      const entry = asObject(raw, at, fail);
-      const patterns = asArray(entry.resources, `${at}.resources`, fail).map((r, j) => {
+      const entry = mapping(raw, at, fail);
+      const patterns = list(entry.resources, `${at}.resources`, fail).map((r, j) => {
         if (typeof r !== 'string' || r === '')
           return fail(`${at}.resources[${j}]`, 'must be a resource name');
         const pattern = r.toLowerCase();
@@ -66,7 +49,7 @@ export class EncryptionConfig {
         return pattern;
       });
       if (patterns.length === 0) fail(`${at}.resources`, 'at least one resource is required');
-      const providers = asArray(entry.providers, `${at}.providers`, fail);
+      const providers = list(entry.providers, `${at}.providers`, fail);
       if (providers.length === 0) fail(`${at}.providers`, 'at least one provider is required');
       const chain = providers.flatMap((p, j) => providerKeys(p, `${at}.providers[${j}]`, fail));
       return { patterns, chain: new ProviderChain(chain) };
@@ -100,8 +83,6 @@ export class EncryptionConfig {
   }
 }
 
-type Fail = (field: string, message: string) => never;
-
 const keyedProviders = {
   aescbc: aescbcProvider,
   aesgcm: aesgcmProvider,
@@ -109,7 +90,7 @@ const keyedProviders = {
 const unsupported = ['secretbox', 'kms'];
 
 function providerKeys(raw: unknown, at: string, fail: Fail) {
-  const element = asObject(raw, at, fail);
+  const element = mapping(raw, at, fail);
   const kinds = Object.keys(element);
   if (kinds.length !== 1)
     fail(at, `name exactly one provider per list element (aescbc, aesgcm or identity), got ${kinds.length}`);
@@ -119,13 +100,13 @@ function providerKeys(raw: unknown, at: string, fail: Fail) {
     fail(`${at}.${kind}`, `provider ${kind} is not supported; use aesgcm or aescbc`);
   const make = keyedProviders[kind as keyof typeof keyedProviders];
   if (!make) return fail(`${at}.${kind}`, 'unknown provider: use aescbc, aesgcm or identity');
-  const body = asObject(element[kind], `${at}.${kind}`, fail);
-  const keys = asArray(body.keys, `${at}.${kind}.keys`, fail);
+  const body = mapping(element[kind], `${at}.${kind}`, fail);
+  const keys = list(body.keys, `${at}.${kind}.keys`, fail);
   if (keys.length === 0) fail(`${at}.${kind}.keys`, 'at least one key is required');
   const names = new Set<string>();
   return keys.map((k, n) => {
     const field = `${at}.${kind}.keys[${n}]`;
-    const key = asObject(k, field, fail);
+    const key = mapping(k, field, fail);
     if (typeof key.name !== 'string' || key.name === '') fail(`${field}.name`, 'is required');
     const name = key.name as string;
     if (name.includes(':')) fail(`${field}.name`, `must not contain ':', got ${JSON.stringify(name)}`);
@@ -140,15 +121,4 @@ function providerKeys(raw: unknown, at: string, fail: Fail) {
       fail(`${field}.secret`, `must decode to 16, 24 or 32 bytes for ${kind}, got ${secret.length}`);
     return make(name, secret);
   });
-}
-
-function asObject(value: unknown, field: string, fail: Fail): Record<string, unknown> {
-  if (typeof value !== 'object' || value === null || Array.isArray(value))
-    return fail(field, 'must be a mapping');
-  return value as Record<string, unknown>;
-}
-
-function asArray(value: unknown, field: string, fail: Fail): unknown[] {
-  if (!Array.isArray(value)) return fail(field, 'must be a list');
-  return value;
 }
