@@ -2,6 +2,7 @@ import test from 'ava';
 import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { auditEventFields } from './audit/event.js';
 import { apiRequest, startCluster } from './test-helpers.js';
 
 // The audit log end to end: a control plane with a policy, requests over HTTPS, and the lines it wrote.
@@ -18,26 +19,7 @@ rules:
 `;
 
 /** Every field an audit.k8s.io/v1 Event may have (upstream's apis/audit/v1/types.go). */
-const eventFields = new Set([
-  'kind',
-  'apiVersion',
-  'level',
-  'auditID',
-  'stage',
-  'requestURI',
-  'verb',
-  'user',
-  'impersonatedUser',
-  'sourceIPs',
-  'userAgent',
-  'objectRef',
-  'responseStatus',
-  'requestObject',
-  'responseObject',
-  'requestReceivedTimestamp',
-  'stageTimestamp',
-  'annotations',
-]);
+const eventFields = new Set<string>(auditEventFields);
 const objectRefFields = new Set([
   'resource',
   'namespace',

@@ -97,29 +97,33 @@ export function responseStatus(code: number, body?: unknown): ResponseStatus {
   return { ...status, code } as ResponseStatus;
 }
 
-/** The event with its fields in upstream's order (the order of types.go), empty ones left out. */
+/** An Event's fields in upstream's order (the order of types.go), as kube-apiserver writes them. */
+export const auditEventFields: readonly (keyof AuditEvent)[] = [
+  'kind',
+  'apiVersion',
+  'level',
+  'auditID',
+  'stage',
+  'requestURI',
+  'verb',
+  'user',
+  'impersonatedUser',
+  'sourceIPs',
+  'userAgent',
+  'objectRef',
+  'responseStatus',
+  'requestObject',
+  'responseObject',
+  'requestReceivedTimestamp',
+  'stageTimestamp',
+  'annotations',
+];
+
+/** The event with its fields in upstream's order, empty ones left out. */
 export function inSchemaOrder(e: AuditEvent): AuditEvent {
-  const optional = <K extends keyof AuditEvent>(key: K) => (e[key] === undefined ? {} : { [key]: e[key] });
-  return {
-    kind: e.kind,
-    apiVersion: e.apiVersion,
-    level: e.level,
-    auditID: e.auditID,
-    stage: e.stage,
-    requestURI: e.requestURI,
-    verb: e.verb,
-    user: e.user,
-    ...optional('impersonatedUser'),
-    ...optional('sourceIPs'),
-    ...optional('userAgent'),
-    ...optional('objectRef'),
-    ...optional('responseStatus'),
-    ...optional('requestObject'),
-    ...optional('responseObject'),
-    requestReceivedTimestamp: e.requestReceivedTimestamp,
-    stageTimestamp: e.stageTimestamp,
-    ...optional('annotations'),
-  };
+  const ordered: Record<string, unknown> = {};
+  for (const field of auditEventFields) if (e[field] !== undefined) ordered[field] = e[field];
+  return ordered as unknown as AuditEvent;
 }
 
 function isStatus(
