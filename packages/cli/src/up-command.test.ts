@@ -1,6 +1,15 @@
 import test from 'ava';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  existsSync,
+  lstatSync,
+  mkdtempSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { requireKubectl } from './e2e-containerd/nodelet-up.js';
@@ -37,7 +46,7 @@ interface Up {
   exited: Promise<number | null>;
 }
 
-async function up(dataDir: string): Promise<Up> {
+async function up(dataDir: string, extraArgs: string[] = []): Promise<Up> {
   // No proxy here (it would program the host's iptables); e2e-proxy/ tests it.
   const child = spawn(process.execPath, [
     MAIN,
@@ -48,6 +57,7 @@ async function up(dataDir: string): Promise<Up> {
     '0',
     '--proxy-mode',
     'none',
+    ...extraArgs,
   ]);
   let out = '';
   let err = '';
@@ -174,6 +184,38 @@ kubectlTest(
   },
 );
 
+test('nodelet up in a 0755 directory keeps its data dir to its owner', async (t) => {
+  t.timeout(60_000);
+  const parent = mkdtempSync(join(tmpdir(), 'nodelet-up-perm-'));
+  chmodSync(parent, 0o755);
+  const dataDir = join(parent, 'data');
+  const node = 'perm-node';
+  let started: Up | undefined;
+  try {
+    started = await up(dataDir, ['--hostname-override', node]);
+    // The kubelet's own trees keep the modes pod volumes need (see the controlplane's data-dir.ts);
+    // their roots, and everything else, are the owner's alone.
+    const kubeletTrees = [join(dataDir, 'nodes', node, 'kubelet'), join(dataDir, 'nodes', node, 'pods')];
+    const loose: string[] = [];
+    const walk = (path: string) => {
+      const info = lstatSync(path);
+      if (info.mode & 0o077) loose.push(`${path} ${(info.mode & 0o777).toString(8)}`);
+      if (info.isDirectory() && !kubeletTrees.includes(path))
+        for (const entry of readdirSync(path)) walk(join(path, entry));
+    };
+    walk(dataDir);
+    t.deepEqual(loose, []);
+    for (const dir of kubeletTrees) t.is(statSync(dir).mode & 0o777, 0o700, dir);
+    for (const file of ['state.db', 'state.db-wal', 'pki/ca.crt', `nodes/${node}/client-ca.crt`])
+      t.true(existsSync(join(dataDir, file)), file);
+    started.child.kill('SIGTERM');
+    t.is(await started.exited, 0);
+  } finally {
+    if (started?.child.exitCode === null) started.child.kill('SIGKILL');
+    rmSync(parent, { recursive: true, force: true });
+  }
+});
+
 test('nodelet up refuses bad flags with one line that names the flag', async (t) => {
   t.throws(() => parseUpArgs(['--runtime', 'docker']), {
     message: 'flag --runtime must be fake or containerd, got "docker"',
@@ -183,6 +225,10 @@ test('nodelet up refuses bad flags with one line that names the flag', async (t)
   });
   t.throws(() => parseUpArgs(['--port', 'x']), { message: /flag --port must be an integer/ });
   t.is(parseUpArgs([]).flags.port, 6443);
+  t.is(
+    parseUpArgs(['--encryption-provider-config', 'enc.yaml']).flags.encryptionProviderConfig,
+    join(process.cwd(), 'enc.yaml'),
+  );
   t.throws(() => parseUpArgs(['--address', 'not-an-ip']), {
     message: /^flag --address must be an IP address of this machine .*, got "not-an-ip"$/,
   });

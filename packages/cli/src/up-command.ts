@@ -1,4 +1,3 @@
-import { mkdir, writeFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -17,7 +16,8 @@ Usage:
   nodelet up [flags]
 
 Flags:
-  --data-dir DIR      state: state.db (SQLite), pki/ (CA and certificates), kubeconfig (default ~/.nodelet)
+  --data-dir DIR      state: state.db (SQLite), pki/ (CA and certificates), kubeconfig (default ~/.nodelet);
+                      made (or tightened to) owner-only: 0700 directories, 0600 files
   --port PORT         HTTPS port of the API server; 0 picks a free one (default 6443)
   --address IP        address the API server binds to and advertises in the kubernetes Service
                       (default 127.0.0.1; pods reach the API only at an address of the node)
@@ -36,6 +36,14 @@ Flags:
   --authorization-mode MODES
                       the API server's authorization chain, comma-separated: Node, RBAC,
                       AlwaysAllow, AlwaysDeny (default Node,RBAC, as kubeadm)
+  --encryption-provider-config FILE
+                      an EncryptionConfiguration (apiserver.config.k8s.io/v1): the resources it lists
+                      are encrypted in state.db with aesgcm or aescbc (kube-apiserver's flag)
+  --audit-log-path FILE
+                      append an audit.k8s.io/v1 Event per request stage as JSON lines (- for stdout),
+                      at the levels of --audit-policy-file (kube-apiserver's flags; off by default)
+  --audit-policy-file FILE
+                      an audit.k8s.io/v1 Policy: the first matching rule sets a request's level
   --user NAME=ROLE    write <data-dir>/users/NAME.kubeconfig (a client certificate for NAME) and bind
                       NAME to the ClusterRole ROLE (view, edit, admin, …); may be repeated
   --v N               log verbosity: 0-1 info, 2 and up debug (default 0)
@@ -67,6 +75,9 @@ const options = {
   'proxy-mode': { type: 'string' },
   config: { type: 'string' },
   'token-auth-file': { type: 'string' },
+  'encryption-provider-config': { type: 'string' },
+  'audit-log-path': { type: 'string' },
+  'audit-policy-file': { type: 'string' },
   user: { type: 'string', multiple: true },
   'authorization-mode': { type: 'string' },
   v: { type: 'string', short: 'v' },
@@ -85,6 +96,11 @@ export interface UpFlags {
   config?: string;
   /** kube-apiserver's --token-auth-file. */
   tokenAuthFile?: string;
+  /** kube-apiserver's --encryption-provider-config. */
+  encryptionProviderConfig?: string;
+  /** kube-apiserver's --audit-log-path (`-`: stdout) and --audit-policy-file. */
+  auditLogPath?: string;
+  auditPolicyFile?: string;
   /** `--user alice=view`: a kubeconfig for each user, bound to the ClusterRole. */
   users: { name: string; clusterRole: string }[];
   /** kube-apiserver's --authorization-mode, as listed (checked by the control plane's config schema). */
@@ -149,6 +165,15 @@ export function parseUpArgs(args: readonly string[]): { help: boolean; flags: Up
       ...(values['token-auth-file'] !== undefined
         ? { tokenAuthFile: resolve(values['token-auth-file']) }
         : {}),
+      ...(values['encryption-provider-config'] !== undefined
+        ? { encryptionProviderConfig: resolve(values['encryption-provider-config']) }
+        : {}),
+      ...(values['audit-log-path'] !== undefined
+        ? { auditLogPath: values['audit-log-path'] === '-' ? '-' : resolve(values['audit-log-path']) }
+        : {}),
+      ...(values['audit-policy-file'] !== undefined
+        ? { auditPolicyFile: resolve(values['audit-policy-file']) }
+        : {}),
       users,
       ...(modes ? { authorizationModes: modes } : {}),
       v: intFlag('v', values.v?.replace(/^=/, ''), 0, 10) ?? 0,
@@ -171,12 +196,15 @@ export async function runUp(
     io.stdout(upHelp);
     return undefined;
   }
-  const [{ Kernel, createLogger }, { controlPlanePlugin, ControlPlaneApi }, { KubeletServerCapability }] =
-    await Promise.all([
-      import('@nodelet/kernel'),
-      import('@nodelet/controlplane'),
-      import('@nodelet/kubelet'),
-    ]);
+  const [
+    { Kernel, createLogger },
+    { controlPlanePlugin, ControlPlaneApi, writeSecret, privateNodeDirs },
+    { KubeletServerCapability },
+  ] = await Promise.all([
+    import('@nodelet/kernel'),
+    import('@nodelet/controlplane'),
+    import('@nodelet/kubelet'),
+  ]);
   const [{ hostEnv, resolveKubeletSetup }, { buildKernel }] = await Promise.all([
     import('./kubelet-setup.js'),
     import('./kubelet-command.js'),
@@ -198,6 +226,9 @@ export async function runUp(
       bindAddress: flags.address,
       ...(flags.tokenAuthFile ? { tokenAuthFile: flags.tokenAuthFile } : {}),
       ...(flags.authorizationModes ? { authorizationModes: flags.authorizationModes } : {}),
+      ...(flags.encryptionProviderConfig ? { encryptionProviderConfig: flags.encryptionProviderConfig } : {}),
+      ...(flags.auditLogPath ? { auditLogPath: flags.auditLogPath } : {}),
+      ...(flags.auditPolicyFile ? { auditPolicyFile: flags.auditPolicyFile } : {}),
     },
     'nodelet up flags',
   );
@@ -242,8 +273,8 @@ export async function runUp(
       // The kubelet API as a cluster's kubelet serves it: the cluster CA's certificates and the API
       // server's TokenReviews authenticate, SubjectAccessReviews authorize; a free port each.
       const clientCAFile = join(nodeDir, 'client-ca.crt');
-      await mkdir(nodeDir, { recursive: true });
-      await writeFile(clientCAFile, cp.caCert);
+      await writeSecret(clientCAFile, cp.caCert);
+      await privateNodeDirs(flags.dataDir, nodeDir, logger);
       setup.kubelet.server = {
         port: 0,
         certDir: join(nodeDir, 'kubelet', 'pki'),

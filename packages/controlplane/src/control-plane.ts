@@ -1,4 +1,3 @@
-import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Clock, Logger, Loop } from '@nodelet/kernel';
 import { buildAuthorization, type AuthorizationSetup } from './authorization/authorizer-setup.js';
@@ -33,6 +32,10 @@ import { ensureNodeCert, ensurePki, ensureUserCert, writeKubeconfig, type KeyPai
 import { parseCidr, parsePortRange, ServiceAllocator } from './resources/allocators.js';
 import { servedResources } from './resources/index.js';
 import { RevisionStore } from './storage/revision-store.js';
+import { securePrivateDataDir } from './data-dir.js';
+import { EncryptionConfig } from './storage/encryption-config.js';
+import { openAuditLog, type AuditLog, type AuditLogOptions } from './audit/audit-log.js';
+import { bodyRead } from './apiserver/request-params.js';
 
 /**
  * The embedded control plane: the revision store, the API server on HTTPS, and the controllers a node
@@ -86,6 +89,13 @@ export interface ControlPlaneOptions {
   anonymousPaths?: readonly string[];
   /** The authorization chain (kube-apiserver's --authorization-mode; default Node, RBAC). */
   authorizationModes?: readonly AuthorizationMode[];
+  /**
+   * An EncryptionConfiguration file (kube-apiserver's --encryption-provider-config): the resources it
+   * lists (Secrets, …) are encrypted in state.db, current objects and history alike.
+   */
+  encryptionProviderConfig?: string;
+  /** kube-apiserver's --audit-log-path (a file, or `-` for stdout) and --audit-policy-file: both or none. */
+  audit?: AuditLogOptions;
 }
 
 export interface Controller {
@@ -116,6 +126,7 @@ export class ControlPlane {
   private namespaceController?: NamespaceController;
   private serviceAccountTokens?: ServiceAccountTokens;
   private authorization?: AuthorizationSetup;
+  private auditLog?: AuditLog;
 
   constructor(private readonly options: ControlPlaneOptions) {
     this.dataDir = options.dataDir;
@@ -173,16 +184,35 @@ export class ControlPlane {
   }
 
   async start(): Promise<void> {
+    try {
+      await this.startServing();
+    } catch (err) {
+      // What started (the store, the listening server) is closed: a failed start leaves nothing open.
+      await this.stop();
+      throw err;
+    }
+  }
+
+  private async startServing(): Promise<void> {
     const o = this.options;
     const logger = o.logger;
     // Read before anything opens, so a bad file stops the start with nothing to undo.
     const staticTokens = o.tokenAuthFile ? await StaticTokens.load(o.tokenAuthFile) : undefined;
-    await mkdir(this.dataDir, { recursive: true, mode: 0o700 });
+    const encryption = o.encryptionProviderConfig
+      ? await EncryptionConfig.load(o.encryptionProviderConfig)
+      : undefined;
+    this.auditLog = await openAuditLog(o.audit ?? {}, {
+      clock: o.clock,
+      logger: logger.child('audit'),
+      bodyOf: bodyRead,
+    });
+    await securePrivateDataDir(this.dataDir, logger);
     const advertise = advertiseAddress(o.bindAddress ?? '127.0.0.1');
     this.pki = await ensurePki(join(this.dataDir, 'pki'), this.allocator.firstIP, undefined, [advertise]);
     const store = new RevisionStore(join(this.dataDir, 'state.db'), {
       ...(o.synchronous ? { synchronous: o.synchronous } : {}),
       onListenerError: (err) => logger.error('watcher failed', { err: String(err) }),
+      ...(encryption ? { transformerFor: encryption.forStorage(this.types) } : {}),
     });
     this.storeRef = store;
     const authorization = buildAuthorization(o.authorizationModes ?? defaultAuthorizationModes, store);
@@ -268,6 +298,7 @@ export class ControlPlane {
       logProviders: this.logProviders,
       kubelets,
       resourceMetrics: this.metrics,
+      ...(this.auditLog ? { auditor: this.auditLog.auditor } : {}),
     });
     const address = await server.listen(o.port ?? 6443, o.bindAddress ?? '127.0.0.1');
     this.server = server;
@@ -336,6 +367,8 @@ export class ControlPlane {
     this.server = undefined;
     this.authorization?.close();
     this.authorization = undefined;
+    await this.auditLog?.close();
+    this.auditLog = undefined;
     this.storeRef?.close();
     this.storeRef = undefined;
     this.registryRef = undefined;

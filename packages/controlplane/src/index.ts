@@ -1,6 +1,7 @@
 export * from './object.js';
 export * from './control-plane.js';
 export * from './pki.js';
+export { privateNodeDirs, securePrivateDataDir } from './data-dir.js';
 export * from './storage/revision-store.js';
 export * from './apiserver/status.js';
 export * from './apiserver/resource-type.js';

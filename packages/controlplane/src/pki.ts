@@ -141,8 +141,8 @@ async function readPair(dir: string, name: string): Promise<KeyPair | undefined>
 
 async function writePair(dir: string, name: string, pair: KeyPair): Promise<void> {
   await writeSecret(join(dir, `${name}.key`), pair.key);
-  await mkdir(dir, { recursive: true });
-  await writeFile(join(dir, `${name}.crt`), pair.cert, { mode: 0o644 });
+  // Certificates are public, but pki/ is the owner's alone, as the whole data directory.
+  await writeSecret(join(dir, `${name}.crt`), pair.cert);
 }
 
 /** Whether `pair` is still good for 30 days and (for a serving cert) covers every name in `want`. */

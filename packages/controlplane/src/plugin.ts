@@ -32,6 +32,11 @@ export interface ControlPlanePluginConfig {
   tokenAuthFile?: string;
   /** kube-apiserver's --authorization-mode: the authorization chain (default Node, RBAC). */
   authorizationModes?: AuthorizationMode[];
+  /** kube-apiserver's --encryption-provider-config: an EncryptionConfiguration file. */
+  encryptionProviderConfig?: string;
+  /** kube-apiserver's --audit-log-path (`-`: stdout) and --audit-policy-file. */
+  auditLogPath?: string;
+  auditPolicyFile?: string;
 }
 
 export const controlPlaneConfigSchema = {
@@ -56,6 +61,9 @@ export const controlPlaneConfigSchema = {
       uniqueItems: true,
       items: { enum: [...authorizationModes] },
     },
+    encryptionProviderConfig: { type: 'string', minLength: 1 },
+    auditLogPath: { type: 'string', minLength: 1 },
+    auditPolicyFile: { type: 'string', minLength: 1 },
   },
 } as const;
 
@@ -84,6 +92,11 @@ export const controlPlanePlugin = definePlugin<ControlPlanePluginConfig>({
       synchronous: c.synchronous,
       ...(c.tokenAuthFile ? { tokenAuthFile: c.tokenAuthFile } : {}),
       ...(c.authorizationModes ? { authorizationModes: c.authorizationModes } : {}),
+      ...(c.encryptionProviderConfig ? { encryptionProviderConfig: c.encryptionProviderConfig } : {}),
+      audit: {
+        ...(c.auditLogPath ? { path: c.auditLogPath } : {}),
+        ...(c.auditPolicyFile ? { policyFile: c.auditPolicyFile } : {}),
+      },
     });
     ctx.provide(ControlPlaneApi, cp);
     ctx.onStart(() => cp.start());

@@ -222,7 +222,9 @@ function replace(
   for (const plugin of p.admission) plugin.admitUpdate?.(t, next, old, p.context, request);
   mustBeValid(t, next, errors);
   next.metadata.resourceVersion = old.metadata.resourceVersion;
-  if (canonicalJson(next) === canonicalJson(old)) return toApi(t, old);
+  const unchanged = canonicalJson(next) === canonicalJson(old);
+  // An unchanged object is not written again, unless it is stored under an old encryption key.
+  if (unchanged && !p.store.isStale(t.storage, key, name)) return toApi(t, old);
   if (options.dryRun) return toApi(t, next);
   // An object being deleted goes once its last finalizer is removed (and no grace period runs).
   const finalizing =

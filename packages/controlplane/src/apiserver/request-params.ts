@@ -14,6 +14,14 @@ export interface ResourceRequest {
   watchPath: boolean;
 }
 
+/** Bodies read so far, for the audit log's requestObject (gone with their request). */
+const bodies = new WeakMap<IncomingMessage, Buffer>();
+
+/** The body a handler read from `req`, if it read one. */
+export function bodyRead(req: IncomingMessage): Buffer | undefined {
+  return bodies.get(req);
+}
+
 export async function readBody(req: IncomingMessage, maxBodyBytes: number): Promise<Buffer> {
   const chunks: Buffer[] = [];
   let size = 0;
@@ -30,7 +38,9 @@ export async function readBody(req: IncomingMessage, maxBodyBytes: number): Prom
     }
     chunks.push(chunk as Buffer);
   }
-  return Buffer.concat(chunks);
+  const body = Buffer.concat(chunks);
+  bodies.set(req, body);
+  return body;
 }
 
 /** Reads and discards the rest of a refused body (up to a bound), so the client sees the answer. */

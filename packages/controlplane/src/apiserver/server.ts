@@ -5,7 +5,7 @@ import type { Duplex } from 'node:stream';
 import { type Clock, hardenHttpServer, type Logger } from '@nodelet/kernel';
 import type { Authenticator } from './authentication.js';
 import type { AuthorizationResult, RequestAttributes } from '../authorization/attributes.js';
-import type { AuthorizationChain } from '../authorization/chain.js';
+import { forbiddenError, type AuthorizationChain } from '../authorization/chain.js';
 import { decodePathSegment, requestAttributes } from '../authorization/request-info.js';
 import type { TokenRequestContext } from '../serviceaccount/token-request.js';
 import {
@@ -32,6 +32,7 @@ import type { Registry } from './registry.js';
 import { resolveResource, serveResource, type ServeContext } from './resource-handler.js';
 import type { RequestUser } from './resource-type.js';
 import { send } from './responses.js';
+import type { Auditor, RequestAudit } from '../audit/request-audit.js';
 import { ApiError, internalError, type Status } from './status.js';
 
 export type { PodLogOptions, PodLogProvider } from './pod-logs.js';
@@ -76,6 +77,8 @@ export interface ApiServerOptions {
   maxBodyBytes?: number;
   /** Watches without timeoutSeconds end after a random time in [min, 2·min) (upstream: 30 min). */
   minWatchTimeoutMs?: number;
+  /** The audit log's view of requests, when auditing is on. */
+  auditor?: Auditor;
 }
 
 export class ApiServer {
@@ -154,31 +157,45 @@ export class ApiServer {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    let audit: RequestAudit | undefined;
     try {
-      const { user, url } = await this.authenticateAndAuthorize(req);
+      const { user, url } = await this.authenticateAndAuthorize(req, res, (a) => (audit = a));
       await this.route(req, res, url, user);
     } catch (err) {
-      this.fail(res, err);
+      this.fail(res, err, audit);
     }
   }
 
   /**
    * Who asks (authentication.ts) and whether they may (the authorization chain, on the request's
-   * attributes: request-info.ts). Throws the 401 or 403 to send.
+   * attributes: request-info.ts); the audit log hears of both when `res` is given. Throws the 401 or 403
+   * to send.
    */
   private async authenticateAndAuthorize(
     req: IncomingMessage,
+    res?: ServerResponse,
+    onAudit?: (audit: RequestAudit | undefined) => void,
   ): Promise<{ user: RequestUser; url: URL; attributes: RequestAttributes; decision: AuthorizationResult }> {
-    const user = await this.options.authenticator.authenticate(req);
     // Prefixed, not resolved against a base: a target of `//x` would be read as the host `x`.
     const target = req.url ?? '/';
     const url = new URL(`https://localhost${target.startsWith('/') ? '' : '/'}${target}`);
+    let user: RequestUser;
+    try {
+      user = await this.options.authenticator.authenticate(req);
+    } catch (err) {
+      if (res) this.options.auditor?.failedAuthentication(req, res, url);
+      throw err;
+    }
     const attributes = requestAttributes(user, req.method ?? 'GET', url);
-    const decision = this.options.authorizer.check(attributes);
+    const audit = res ? this.options.auditor?.begin(req, res, attributes) : undefined;
+    onAudit?.(audit);
+    const decision = this.options.authorizer.authorize(attributes);
+    audit?.authorized(decision.decision === 'allow' ? 'allow' : 'forbid', decision.reason);
+    if (decision.decision !== 'allow') throw forbiddenError(attributes, decision.reason);
     return { user, url, attributes, decision };
   }
 
-  private fail(res: ServerResponse, err: unknown): void {
+  private fail(res: ServerResponse, err: unknown, audit?: RequestAudit): void {
     let status: Status;
     if (err instanceof ApiError) status = err.toStatus();
     else {
@@ -188,6 +205,8 @@ export class ApiServer {
       status = internalError(err instanceof Error ? err.message : String(err)).toStatus();
     }
     if (res.headersSent) {
+      // Failed after the answer began: the audit log's Panic stage.
+      audit?.panicked(status.message ?? 'the response failed after it started');
       res.destroy();
       return;
     }

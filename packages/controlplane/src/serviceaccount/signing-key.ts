@@ -5,15 +5,15 @@ import {
   generateKeyPairSync,
   type KeyObject,
 } from 'node:crypto';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { writeSecret } from '../pki.js';
 
 /**
  * The key that signs service-account tokens, as kubeadm keeps it: `<pki>/sa.key` (the private key,
- * PKCS#8 PEM, readable by its owner only) and `<pki>/sa.pub` (its public key, SPKI PEM, for anyone who
- * verifies tokens). Made on first start, reused after, so tokens survive a restart. ECDSA P-256: tokens
- * are ES256 JWTs, which upstream's issuer makes for an EC key.
+ * PKCS#8 PEM) and `<pki>/sa.pub` (its public key, SPKI PEM), both owner-only as all of pki/. Made on
+ * first start, reused after, so tokens survive a restart. ECDSA P-256: tokens are ES256 JWTs, which
+ * upstream's issuer makes for an EC key.
  */
 export interface ServiceAccountKey {
   privateKey: KeyObject;
@@ -43,7 +43,7 @@ export async function ensureServiceAccountKey(pkiDir: string): Promise<ServiceAc
   const publicKey = createPublicKey(privateKey);
   const publicPem = publicKey.export({ type: 'spki', format: 'pem' }) as string;
   const current = await readFile(pubPath, 'utf8').catch(() => undefined);
-  if (current !== publicPem) await writeFile(pubPath, publicPem, { mode: 0o644 });
+  if (current !== publicPem) await writeSecret(pubPath, publicPem);
   return { privateKey, publicKey, keyId: keyIdOf(publicKey), algorithm: 'ES256' };
 }
 

@@ -1,5 +1,7 @@
 import Database from 'better-sqlite3';
+import { chmodSync, closeSync, existsSync, openSync } from 'node:fs';
 import type { KubeObject } from '../object.js';
+import type { StoredValue, ValueTransformer } from './value-transformers.js';
 
 /**
  * The control plane's storage: a revision log in SQLite, shaped like kine (k3s's etcd shim).
@@ -9,7 +11,8 @@ import type { KubeObject } from '../object.js';
  * current row, so a get or a list reads the newest row per key without scanning history. Watches are fed
  * from the log: a watch that starts at revision R reads the rows after R, then follows live writes.
  *
- *   log   rev │ resource │ namespace │ name │ op (1 create, 2 update, 3 delete) │ prev_rev │ value (JSON)
+ *   log   rev │ resource │ namespace │ name │ op (1 create, 2 update, 3 delete) │ prev_rev │ value
+ *         (JSON text; a BLOB for resources a transformer encrypts at rest, current and history rows alike)
  *   live  resource │ namespace │ name → rev
  *   meta  'compact_rev' → C: history up to C is folded, so nothing before C can be replayed (410 Gone)
  *
@@ -63,6 +66,8 @@ export interface RevisionStoreOptions {
   synchronous?: 'NORMAL' | 'FULL';
   /** Called when a subscriber throws (the write stands; the other subscribers still run). */
   onListenerError?: (err: unknown) => void;
+  /** How values of a resource are written and read (encryption at rest); undefined: JSON text as is. */
+  transformerFor?: (resource: string) => ValueTransformer | undefined;
 }
 
 interface LogRow {
@@ -71,7 +76,7 @@ interface LogRow {
   name: string;
   op: number;
   prev_rev: number | null;
-  value: string;
+  value: StoredValue;
 }
 
 export interface ListPage {
@@ -87,14 +92,24 @@ export class RevisionStore {
   private readonly listeners = new Map<string, Set<StoreListener>>();
   private readonly stmts;
   private readonly onListenerError: (err: unknown) => void;
+  private readonly transformers = new Map<string, ValueTransformer | undefined>();
+  private readonly transformerFor: (resource: string) => ValueTransformer | undefined;
 
   constructor(
     readonly path: string,
     options: RevisionStoreOptions = {},
   ) {
     this.onListenerError = options.onListenerError ?? (() => {});
+    this.transformerFor = options.transformerFor ?? (() => undefined);
+    // Every Secret is in here: the file exists 0600 before SQLite opens it, which then makes its -wal and
+    // -shm files with the same mode (the umask is not relied on).
+    if (path !== ':memory:') {
+      closeSync(openSync(path, 'a', 0o600));
+      chmodSync(path, 0o600);
+    }
     this.db = new Database(path);
     this.db.pragma('journal_mode = WAL');
+    for (const suffix of ['-wal', '-shm']) if (existsSync(path + suffix)) chmodSync(path + suffix, 0o600);
     this.db.pragma(`synchronous = ${options.synchronous ?? 'NORMAL'}`);
     this.db.pragma('foreign_keys = OFF');
     this.db.exec(`
@@ -188,8 +203,8 @@ export class RevisionStore {
 
   get(resource: string, namespace: string, name: string): StoredObject | undefined {
     const row = this.stmts.getLive.get(resource, namespace, name) as
-      { rev: number; value: string } | undefined;
-    return row ? { rev: row.rev, object: JSON.parse(row.value) } : undefined;
+      { rev: number; value: StoredValue } | undefined;
+    return row ? { rev: row.rev, object: this.decode(resource, namespace, name, row.value) } : undefined;
   }
 
   /**
@@ -222,7 +237,7 @@ export class RevisionStore {
     const items: StoredObject[] = [];
     for (const row of rows) {
       if (row.op === opCode.delete) continue;
-      items.push({ rev: row.rev, object: JSON.parse(row.value) });
+      items.push({ rev: row.rev, object: this.decode(resource, row.namespace, row.name, row.value) });
     }
     const last = rows[rows.length - 1];
     return {
@@ -296,7 +311,7 @@ export class RevisionStore {
 
   private mustGet(resource: string, namespace: string, name: string, expectedRev?: number): StoredObject {
     const row = this.stmts.getLive.get(resource, namespace, name) as
-      { rev: number; value: string } | undefined;
+      { rev: number; value: StoredValue } | undefined;
     if (!row) throw new StoreError('NotFound', `${resource} "${name}" not found`);
     if (expectedRev !== undefined && expectedRev !== row.rev) {
       throw new StoreError(
@@ -304,7 +319,7 @@ export class RevisionStore {
         `Operation cannot be fulfilled on ${resource} "${name}": the object has been modified; please apply your changes to the latest version and try again`,
       );
     }
-    return { rev: row.rev, object: JSON.parse(row.value) };
+    return { rev: row.rev, object: this.decode(resource, namespace, name, row.value) };
   }
 
   private write(
@@ -321,7 +336,9 @@ export class RevisionStore {
     object.metadata = { ...object.metadata, resourceVersion: String(rev) };
     const json = JSON.stringify(object);
     this.db.transaction(() => {
-      this.stmts.insertLog.run(rev, resource, namespace, name, opCode[op], prevRev, json);
+      const value =
+        this.transformer(resource)?.toStorage(json, storageKey(resource, namespace, name)) ?? json;
+      this.stmts.insertLog.run(rev, resource, namespace, name, opCode[op], prevRev, value);
       if (op === 'delete') this.stmts.deleteLive.run(resource, namespace, name);
       else this.stmts.upsertLive.run(resource, namespace, name, rev);
     })();
@@ -349,20 +366,54 @@ export class RevisionStore {
       const op = opName[row.op]!;
       let prev: KubeObject | undefined;
       if (row.prev_rev !== null) {
-        const p = this.stmts.byRev.get(row.prev_rev) as { value: string } | undefined;
-        if (p) prev = JSON.parse(p.value);
+        const p = this.stmts.byRev.get(row.prev_rev) as { value: StoredValue } | undefined;
+        if (p) prev = this.decode(resource, row.namespace, row.name, p.value);
       }
+      const json = this.plaintext(resource, row.namespace, row.name, row.value);
       return {
         op,
         resource,
         namespace: row.namespace,
         name: row.name,
         rev: row.rev,
-        object: JSON.parse(row.value),
+        object: JSON.parse(json),
         ...(prev ? { prev } : {}),
-        json: row.value,
+        json,
       };
     });
+  }
+
+  /**
+   * Whether the current value of an object was written otherwise than a write would now (under an old
+   * key, or before encryption was turned on): an update that changes nothing still rewrites it then, as
+   * upstream, so rewriting every Secret moves them all to the new key.
+   */
+  isStale(resource: string, namespace: string, name: string): boolean {
+    const row = this.stmts.getLive.get(resource, namespace, name) as { value: StoredValue } | undefined;
+    if (!row) return false;
+    const transformer = this.transformer(resource);
+    return transformer ? transformer.isStale(row.value) : typeof row.value !== 'string';
+  }
+
+  private transformer(resource: string): ValueTransformer | undefined {
+    if (!this.transformers.has(resource)) this.transformers.set(resource, this.transformerFor(resource));
+    return this.transformers.get(resource);
+  }
+
+  /** A row's JSON: decrypted when a transformer encrypts the resource (or a value is still encrypted). */
+  private plaintext(resource: string, namespace: string, name: string, value: StoredValue): string {
+    const transformer = this.transformer(resource);
+    if (transformer) return transformer.fromStorage(value, storageKey(resource, namespace, name));
+    if (typeof value !== 'string') {
+      throw new Error(
+        `${storageKey(resource, namespace, name)} is encrypted at rest, but no encryption configuration lists ${resource}`,
+      );
+    }
+    return value;
+  }
+
+  private decode(resource: string, namespace: string, name: string, value: StoredValue): KubeObject {
+    return JSON.parse(this.plaintext(resource, namespace, name, value)) as KubeObject;
   }
 
   private checkRevision(rev: number): void {
@@ -410,4 +461,9 @@ export class RevisionStore {
       }
     }
   }
+}
+
+/** An object's key as etcd holds it (`/registry/secrets/default/db`): what AES-GCM authenticates. */
+export function storageKey(resource: string, namespace: string, name: string): string {
+  return namespace ? `/registry/${resource}/${namespace}/${name}` : `/registry/${resource}/${name}`;
 }
