@@ -6,6 +6,7 @@ import { ServiceAccountAdmission } from './admission/service-account.js';
 import { OpenApiDocuments } from './apiserver/openapi.js';
 import { Registry } from './apiserver/registry.js';
 import { ApiServer, type PodLogProvider, type ServerVersion } from './apiserver/server.js';
+import type { SlowClientTimeouts } from './apiserver/filters/slow-clients.js';
 import type { ResourceType } from './apiserver/resource-type.js';
 import { EventRecorder } from './controllers/event-recorder.js';
 import { EndpointSliceController } from './controllers/endpointslice-controller.js';
@@ -74,6 +75,19 @@ export interface ControlPlaneOptions {
    * /readyz, /version and below; [] turns anonymous off).
    */
   anonymousPaths?: readonly string[];
+  /**
+   * Requests that are not long-running (watches, logs, exec, attach, port-forward and proxy are) are
+   * answered 504 after this long (upstream's --request-timeout, default 60 s; 0: never).
+   */
+  requestTimeoutMs?: number;
+  /** Read-only requests served at once; more are answered 429 (--max-requests-inflight, default 400; 0: no limit). */
+  maxRequestsInflight?: number;
+  /** Mutating requests served at once (--max-mutating-requests-inflight, default 200; 0: no limit). */
+  maxMutatingRequestsInflight?: number;
+  /** A watch whose client leaves more than this unread is cut off (default 32 MiB). */
+  maxWatchBufferBytes?: number;
+  /** How long a client may take to send its headers and its whole request (default 32 s and the request timeout). */
+  slowClients?: Partial<SlowClientTimeouts>;
 }
 
 export interface Controller {
@@ -239,6 +253,15 @@ export class ControlPlane {
       tls: { key: this.pki.serving.key, cert: this.pki.serving.cert, ca: this.pki.ca.cert },
       logProviders: this.logProviders,
       kubelets,
+      ...(o.requestTimeoutMs !== undefined ? { requestTimeoutMs: o.requestTimeoutMs } : {}),
+      inFlight: {
+        ...(o.maxRequestsInflight !== undefined ? { maxReadOnly: o.maxRequestsInflight } : {}),
+        ...(o.maxMutatingRequestsInflight !== undefined
+          ? { maxMutating: o.maxMutatingRequestsInflight }
+          : {}),
+      },
+      ...(o.maxWatchBufferBytes !== undefined ? { maxWatchBufferBytes: o.maxWatchBufferBytes } : {}),
+      ...(o.slowClients ? { slowClients: o.slowClients } : {}),
       resourceMetrics: this.metrics,
     });
     const address = await server.listen(o.port ?? 6443, o.bindAddress ?? '127.0.0.1');
