@@ -2,6 +2,7 @@ import { mkdir, writeFile } from 'node:fs/promises';
 import { isIP } from 'node:net';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { parseGoDuration } from '@nodelet/api';
 import type { Kernel, Logger } from '@nodelet/kernel';
 import { intFlag, parseFlags } from './args.js';
 import { CliError } from './errors.js';
@@ -33,6 +34,14 @@ Flags:
   --token-auth-file FILE
                       static bearer tokens, one token,user,uid,"group1,group2" line each
                       (kube-apiserver's --token-auth-file)
+  --request-timeout DURATION
+                      a request that is not long-running (watches, logs, exec, attach, port-forward
+                      and proxy are) is answered 504 after this long; 0 never (default 1m0s)
+  --max-requests-inflight N
+                      read-only requests served at once; more are answered 429 with Retry-After
+                      (members of system:masters never are); 0 no limit (default 400)
+  --max-mutating-requests-inflight N
+                      the same for creates, updates, patches and deletes (default 200)
   --user NAME=ROLE    write <data-dir>/users/NAME.kubeconfig (a client certificate for NAME) and bind
                       NAME to the ClusterRole ROLE (view, edit, admin, …); may be repeated
   --v N               log verbosity: 0-1 info, 2 and up debug (default 0)
@@ -64,6 +73,9 @@ const options = {
   'proxy-mode': { type: 'string' },
   config: { type: 'string' },
   'token-auth-file': { type: 'string' },
+  'request-timeout': { type: 'string' },
+  'max-requests-inflight': { type: 'string' },
+  'max-mutating-requests-inflight': { type: 'string' },
   user: { type: 'string', multiple: true },
   v: { type: 'string', short: 'v' },
   help: { type: 'boolean', short: 'h' },
@@ -81,6 +93,11 @@ export interface UpFlags {
   config?: string;
   /** kube-apiserver's --token-auth-file. */
   tokenAuthFile?: string;
+  /** kube-apiserver's --request-timeout, in ms (0: none). */
+  requestTimeoutMs?: number;
+  /** kube-apiserver's --max-requests-inflight and --max-mutating-requests-inflight (0: no limit). */
+  maxRequestsInflight?: number;
+  maxMutatingRequestsInflight?: number;
   /** `--user alice=view`: a kubeconfig for each user, bound to the ClusterRole. */
   users: { name: string; clusterRole: string }[];
   v: number;
@@ -123,6 +140,20 @@ export function parseUpArgs(args: readonly string[]): { help: boolean; flags: Up
     }
     return { name: m[1]!, clusterRole: m[2]! };
   });
+  const requestTimeout = values['request-timeout'];
+  const requestTimeoutMs = requestTimeout === undefined ? undefined : parseGoDuration(requestTimeout.trim());
+  if (requestTimeout !== undefined && requestTimeoutMs === undefined) {
+    throw new CliError(
+      `flag --request-timeout must be a duration such as 60s, 1m30s or 0, got ${JSON.stringify(requestTimeout)}`,
+    );
+  }
+  const maxRequestsInflight = intFlag('max-requests-inflight', values['max-requests-inflight'], 0, 1_000_000);
+  const maxMutatingRequestsInflight = intFlag(
+    'max-mutating-requests-inflight',
+    values['max-mutating-requests-inflight'],
+    0,
+    1_000_000,
+  );
   return {
     help: !!values.help,
     flags: {
@@ -137,6 +168,9 @@ export function parseUpArgs(args: readonly string[]): { help: boolean; flags: Up
       ...(values['token-auth-file'] !== undefined
         ? { tokenAuthFile: resolve(values['token-auth-file']) }
         : {}),
+      ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}),
+      ...(maxRequestsInflight !== undefined ? { maxRequestsInflight } : {}),
+      ...(maxMutatingRequestsInflight !== undefined ? { maxMutatingRequestsInflight } : {}),
       users,
       v: intFlag('v', values.v?.replace(/^=/, ''), 0, 10) ?? 0,
     },
@@ -184,6 +218,11 @@ export async function runUp(
       port: flags.port,
       bindAddress: flags.address,
       ...(flags.tokenAuthFile ? { tokenAuthFile: flags.tokenAuthFile } : {}),
+      ...(flags.requestTimeoutMs !== undefined ? { requestTimeoutMs: flags.requestTimeoutMs } : {}),
+      ...(flags.maxRequestsInflight !== undefined ? { maxRequestsInflight: flags.maxRequestsInflight } : {}),
+      ...(flags.maxMutatingRequestsInflight !== undefined
+        ? { maxMutatingRequestsInflight: flags.maxMutatingRequestsInflight }
+        : {}),
     },
     'nodelet up flags',
   );

@@ -29,6 +29,11 @@ export interface ControlPlanePluginConfig {
   synchronous: 'NORMAL' | 'FULL';
   /** kube-apiserver's --token-auth-file: static bearer tokens. */
   tokenAuthFile?: string;
+  /** kube-apiserver's --request-timeout, in ms (0: none). */
+  requestTimeoutMs: number;
+  /** kube-apiserver's --max-requests-inflight and --max-mutating-requests-inflight (0: no limit). */
+  maxRequestsInflight: number;
+  maxMutatingRequestsInflight: number;
 }
 
 export const controlPlaneConfigSchema = {
@@ -47,6 +52,9 @@ export const controlPlaneConfigSchema = {
     retainRevisions: { type: 'integer', minimum: 0, default: 10000 },
     synchronous: { enum: ['NORMAL', 'FULL'], default: 'NORMAL' },
     tokenAuthFile: { type: 'string', minLength: 1 },
+    requestTimeoutMs: { type: 'integer', minimum: 0, default: 60_000 },
+    maxRequestsInflight: { type: 'integer', minimum: 0, default: 400 },
+    maxMutatingRequestsInflight: { type: 'integer', minimum: 0, default: 200 },
   },
 } as const;
 
@@ -74,6 +82,9 @@ export const controlPlanePlugin = definePlugin<ControlPlanePluginConfig>({
       compaction: { intervalMs: c.compactionIntervalSeconds * 1000, retainRevisions: c.retainRevisions },
       synchronous: c.synchronous,
       ...(c.tokenAuthFile ? { tokenAuthFile: c.tokenAuthFile } : {}),
+      requestTimeoutMs: c.requestTimeoutMs,
+      maxRequestsInflight: c.maxRequestsInflight,
+      maxMutatingRequestsInflight: c.maxMutatingRequestsInflight,
     });
     ctx.provide(ControlPlaneApi, cp);
     ctx.onStart(() => cp.start());
