@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { parseGoDuration } from '@nodelet/api';
 import type { Kernel, Logger } from '@nodelet/kernel';
 import { intFlag, parseFlags } from './args.js';
 import { CliError } from './errors.js';
@@ -44,6 +45,14 @@ Flags:
                       at the levels of --audit-policy-file (kube-apiserver's flags; off by default)
   --audit-policy-file FILE
                       an audit.k8s.io/v1 Policy: the first matching rule sets a request's level
+  --request-timeout DURATION
+                      a request that is not long-running (watches, logs, exec, attach, port-forward
+                      and proxy are) is answered 504 after this long; 0 never (default 1m0s)
+  --max-requests-inflight N
+                      read-only requests served at once; more are answered 429 with Retry-After
+                      (members of system:masters never are); 0 no limit (default 400)
+  --max-mutating-requests-inflight N
+                      the same for creates, updates, patches and deletes (default 200)
   --user NAME=ROLE    write <data-dir>/users/NAME.kubeconfig (a client certificate for NAME) and bind
                       NAME to the ClusterRole ROLE (view, edit, admin, …); may be repeated
   --v N               log verbosity: 0-1 info, 2 and up debug (default 0)
@@ -78,6 +87,9 @@ const options = {
   'encryption-provider-config': { type: 'string' },
   'audit-log-path': { type: 'string' },
   'audit-policy-file': { type: 'string' },
+  'request-timeout': { type: 'string' },
+  'max-requests-inflight': { type: 'string' },
+  'max-mutating-requests-inflight': { type: 'string' },
   user: { type: 'string', multiple: true },
   'authorization-mode': { type: 'string' },
   v: { type: 'string', short: 'v' },
@@ -101,6 +113,11 @@ export interface UpFlags {
   /** kube-apiserver's --audit-log-path (`-`: stdout) and --audit-policy-file. */
   auditLogPath?: string;
   auditPolicyFile?: string;
+  /** kube-apiserver's --request-timeout, in ms (0: none). */
+  requestTimeoutMs?: number;
+  /** kube-apiserver's --max-requests-inflight and --max-mutating-requests-inflight (0: no limit). */
+  maxRequestsInflight?: number;
+  maxMutatingRequestsInflight?: number;
   /** `--user alice=view`: a kubeconfig for each user, bound to the ClusterRole. */
   users: { name: string; clusterRole: string }[];
   /** kube-apiserver's --authorization-mode, as listed (checked by the control plane's config schema). */
@@ -151,6 +168,20 @@ export function parseUpArgs(args: readonly string[]): { help: boolean; flags: Up
       `flag --authorization-mode must list modes separated by commas (e.g. Node,RBAC), got ${JSON.stringify(values['authorization-mode'])}`,
     );
   }
+  const requestTimeout = values['request-timeout'];
+  const requestTimeoutMs = requestTimeout === undefined ? undefined : parseGoDuration(requestTimeout.trim());
+  if (requestTimeout !== undefined && requestTimeoutMs === undefined) {
+    throw new CliError(
+      `flag --request-timeout must be a duration such as 60s, 1m30s or 0, got ${JSON.stringify(requestTimeout)}`,
+    );
+  }
+  const maxRequestsInflight = intFlag('max-requests-inflight', values['max-requests-inflight'], 0, 1_000_000);
+  const maxMutatingRequestsInflight = intFlag(
+    'max-mutating-requests-inflight',
+    values['max-mutating-requests-inflight'],
+    0,
+    1_000_000,
+  );
   return {
     help: !!values.help,
     flags: {
@@ -174,6 +205,9 @@ export function parseUpArgs(args: readonly string[]): { help: boolean; flags: Up
       ...(values['audit-policy-file'] !== undefined
         ? { auditPolicyFile: resolve(values['audit-policy-file']) }
         : {}),
+      ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}),
+      ...(maxRequestsInflight !== undefined ? { maxRequestsInflight } : {}),
+      ...(maxMutatingRequestsInflight !== undefined ? { maxMutatingRequestsInflight } : {}),
       users,
       ...(modes ? { authorizationModes: modes } : {}),
       v: intFlag('v', values.v?.replace(/^=/, ''), 0, 10) ?? 0,
@@ -229,6 +263,11 @@ export async function runUp(
       ...(flags.encryptionProviderConfig ? { encryptionProviderConfig: flags.encryptionProviderConfig } : {}),
       ...(flags.auditLogPath ? { auditLogPath: flags.auditLogPath } : {}),
       ...(flags.auditPolicyFile ? { auditPolicyFile: flags.auditPolicyFile } : {}),
+      ...(flags.requestTimeoutMs !== undefined ? { requestTimeoutMs: flags.requestTimeoutMs } : {}),
+      ...(flags.maxRequestsInflight !== undefined ? { maxRequestsInflight: flags.maxRequestsInflight } : {}),
+      ...(flags.maxMutatingRequestsInflight !== undefined
+        ? { maxMutatingRequestsInflight: flags.maxMutatingRequestsInflight }
+        : {}),
     },
     'nodelet up flags',
   );

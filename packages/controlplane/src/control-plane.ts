@@ -7,6 +7,7 @@ import { ServiceAccountAdmission } from './admission/service-account.js';
 import { OpenApiDocuments } from './apiserver/openapi.js';
 import { Registry } from './apiserver/registry.js';
 import { ApiServer, type PodLogProvider, type ServerVersion } from './apiserver/server.js';
+import type { SlowClientTimeouts } from './apiserver/filters/slow-clients.js';
 import type { ResourceType } from './apiserver/resource-type.js';
 import { EventRecorder } from './controllers/event-recorder.js';
 import { EndpointSliceController } from './controllers/endpointslice-controller.js';
@@ -96,6 +97,19 @@ export interface ControlPlaneOptions {
   encryptionProviderConfig?: string;
   /** kube-apiserver's --audit-log-path (a file, or `-` for stdout) and --audit-policy-file: both or none. */
   audit?: AuditLogOptions;
+  /**
+   * Requests that are not long-running (watches, logs, exec, attach, port-forward and proxy are) are
+   * answered 504 after this long (upstream's --request-timeout, default 60 s; 0: never).
+   */
+  requestTimeoutMs?: number;
+  /** Read-only requests served at once; more are answered 429 (--max-requests-inflight, default 400; 0: no limit). */
+  maxRequestsInflight?: number;
+  /** Mutating requests served at once (--max-mutating-requests-inflight, default 200; 0: no limit). */
+  maxMutatingRequestsInflight?: number;
+  /** A watch whose client leaves more than this unread is cut off (default 32 MiB). */
+  maxWatchBufferBytes?: number;
+  /** How long a client may take to send its headers and its whole request (default 32 s and the request timeout). */
+  slowClients?: Partial<SlowClientTimeouts>;
 }
 
 export interface Controller {
@@ -297,6 +311,15 @@ export class ControlPlane {
       tls: { key: this.pki.serving.key, cert: this.pki.serving.cert, ca: this.pki.ca.cert },
       logProviders: this.logProviders,
       kubelets,
+      ...(o.requestTimeoutMs !== undefined ? { requestTimeoutMs: o.requestTimeoutMs } : {}),
+      inFlight: {
+        ...(o.maxRequestsInflight !== undefined ? { maxReadOnly: o.maxRequestsInflight } : {}),
+        ...(o.maxMutatingRequestsInflight !== undefined
+          ? { maxMutating: o.maxMutatingRequestsInflight }
+          : {}),
+      },
+      ...(o.maxWatchBufferBytes !== undefined ? { maxWatchBufferBytes: o.maxWatchBufferBytes } : {}),
+      ...(o.slowClients ? { slowClients: o.slowClients } : {}),
       resourceMetrics: this.metrics,
       ...(this.auditLog ? { auditor: this.auditLog.auditor } : {}),
     });

@@ -37,6 +37,11 @@ export interface ControlPlanePluginConfig {
   /** kube-apiserver's --audit-log-path (`-`: stdout) and --audit-policy-file. */
   auditLogPath?: string;
   auditPolicyFile?: string;
+  /** kube-apiserver's --request-timeout, in ms (0: none). */
+  requestTimeoutMs: number;
+  /** kube-apiserver's --max-requests-inflight and --max-mutating-requests-inflight (0: no limit). */
+  maxRequestsInflight: number;
+  maxMutatingRequestsInflight: number;
 }
 
 export const controlPlaneConfigSchema = {
@@ -64,6 +69,9 @@ export const controlPlaneConfigSchema = {
     encryptionProviderConfig: { type: 'string', minLength: 1 },
     auditLogPath: { type: 'string', minLength: 1 },
     auditPolicyFile: { type: 'string', minLength: 1 },
+    requestTimeoutMs: { type: 'integer', minimum: 0, default: 60_000 },
+    maxRequestsInflight: { type: 'integer', minimum: 0, default: 400 },
+    maxMutatingRequestsInflight: { type: 'integer', minimum: 0, default: 200 },
   },
 } as const;
 
@@ -97,6 +105,9 @@ export const controlPlanePlugin = definePlugin<ControlPlanePluginConfig>({
         ...(c.auditLogPath ? { path: c.auditLogPath } : {}),
         ...(c.auditPolicyFile ? { policyFile: c.auditPolicyFile } : {}),
       },
+      requestTimeoutMs: c.requestTimeoutMs,
+      maxRequestsInflight: c.maxRequestsInflight,
+      maxMutatingRequestsInflight: c.maxMutatingRequestsInflight,
     });
     ctx.provide(ControlPlaneApi, cp);
     ctx.onStart(() => cp.start());

@@ -27,6 +27,8 @@ export interface ServeContext {
   /** Reaches kubelets for pods/log, pods/exec|attach|portforward and nodes/proxy. */
   readonly kubelets?: KubeletClient | undefined;
   readonly minWatchTimeoutMs: number | undefined;
+  /** A watch whose client leaves more than this unread is cut off. */
+  readonly maxWatchBufferBytes: number;
   /** The open watch streams, each by the function that ends it. */
   readonly watches: Set<() => void>;
   readonly authenticator: Authenticator;

@@ -34,6 +34,11 @@ import type { RequestUser } from './resource-type.js';
 import { send } from './responses.js';
 import type { Auditor, RequestAudit } from '../audit/request-audit.js';
 import { ApiError, internalError, type Status } from './status.js';
+import { isLongRunning } from './filters/long-running.js';
+import { defaultInFlightLimits, type InFlightLimits, MaxInFlight } from './filters/max-inflight.js';
+import { defaultRequestTimeoutMs, startRequestTimeout } from './filters/request-timeout.js';
+import { maxHeaderBytes, parseRequestTarget } from './filters/request-target.js';
+import { slowClientTimeouts, type SlowClientTimeouts } from './filters/slow-clients.js';
 
 export type { PodLogOptions, PodLogProvider } from './pod-logs.js';
 
@@ -79,6 +84,14 @@ export interface ApiServerOptions {
   minWatchTimeoutMs?: number;
   /** The audit log's view of requests, when auditing is on. */
   auditor?: Auditor;
+  /** Requests that are not long-running are answered 504 after this long (upstream: 60 s; 0: never). */
+  requestTimeoutMs?: number;
+  /** Read-only and mutating requests served at once (upstream: 400 and 200; 0: no limit). */
+  inFlight?: Partial<InFlightLimits>;
+  /** A watch whose client leaves more than this unread is ended (default 32 MiB). */
+  maxWatchBufferBytes?: number;
+  /** How long a client may take to send its headers, and its whole request (see slow-clients.ts). */
+  slowClients?: Partial<SlowClientTimeouts>;
 }
 
 export class ApiServer {
@@ -87,14 +100,17 @@ export class ApiServer {
   private readonly sockets = new Set<Socket>();
   private address = '127.0.0.1:0';
   private readonly context: ServeContext;
+  private readonly inFlight: MaxInFlight;
 
   constructor(private readonly options: ApiServerOptions) {
+    this.inFlight = new MaxInFlight({ ...defaultInFlightLimits, ...options.inFlight });
     this.context = {
       registry: options.registry,
       clock: options.clock,
       maxBodyBytes: options.maxBodyBytes ?? 3 * 1024 * 1024,
       logProviders: options.logProviders,
       minWatchTimeoutMs: options.minWatchTimeoutMs,
+      maxWatchBufferBytes: options.maxWatchBufferBytes ?? 32 * 1024 * 1024,
       watches: this.watches,
       authenticator: options.authenticator,
       authorizer: options.authorizer,
@@ -105,11 +121,22 @@ export class ApiServer {
 
   async listen(port: number, host: string): Promise<AddressInfo> {
     const { tls } = this.options;
+    const timeouts = slowClientTimeouts(this.options.slowClients, this.requestTimeoutMs);
     const server = createServer(
-      { key: tls.key, cert: tls.cert, ca: tls.ca, requestCert: true, rejectUnauthorized: false },
+      {
+        key: tls.key,
+        cert: tls.cert,
+        ca: tls.ca,
+        requestCert: true,
+        rejectUnauthorized: false,
+        maxHeaderSize: maxHeaderBytes,
+        connectionsCheckingInterval: timeouts.checkIntervalMs,
+      },
       (req, res) => void this.handle(req, res),
     );
     hardenHttpServer(server);
+    server.headersTimeout = timeouts.headersMs;
+    server.requestTimeout = timeouts.requestMs;
     server.on(
       'upgrade',
       (req: IncomingMessage, socket: Duplex, head: Buffer) => void this.upgrade(req, socket, head),
@@ -156,13 +183,26 @@ export class ApiServer {
     });
   }
 
+  private get requestTimeoutMs(): number {
+    return this.options.requestTimeoutMs ?? defaultRequestTimeoutMs;
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     let audit: RequestAudit | undefined;
+    let release: (() => void) | undefined;
     try {
-      const { user, url } = await this.authenticateAndAuthorize(req, res, (a) => (audit = a));
+      const url = parseRequestTarget(req.url);
+      const longRunning = isLongRunning(url);
+      if (!longRunning) startRequestTimeout(this.options.clock, this.requestTimeoutMs, res);
+      const { user } = await this.authenticateAndAuthorize(req, url, res, (a) => (audit = a));
+      if (!longRunning) release = this.inFlight.admit(req.method ?? 'GET', user.groups);
       await this.route(req, res, url, user);
     } catch (err) {
       this.fail(res, err, audit);
+    } finally {
+      // A request counts until its handler is done and its answer is out (or its client gone).
+      if (release && (res.writableFinished || res.destroyed)) release();
+      else if (release) res.once('close', release);
     }
   }
 
@@ -173,12 +213,10 @@ export class ApiServer {
    */
   private async authenticateAndAuthorize(
     req: IncomingMessage,
+    url: URL,
     res?: ServerResponse,
     onAudit?: (audit: RequestAudit | undefined) => void,
-  ): Promise<{ user: RequestUser; url: URL; attributes: RequestAttributes; decision: AuthorizationResult }> {
-    // Prefixed, not resolved against a base: a target of `//x` would be read as the host `x`.
-    const target = req.url ?? '/';
-    const url = new URL(`https://localhost${target.startsWith('/') ? '' : '/'}${target}`);
+  ): Promise<{ user: RequestUser; attributes: RequestAttributes; decision: AuthorizationResult }> {
     let user: RequestUser;
     try {
       user = await this.options.authenticator.authenticate(req);
@@ -192,7 +230,7 @@ export class ApiServer {
     const decision = this.options.authorizer.authorize(attributes);
     audit?.authorized(decision.decision === 'allow' ? 'allow' : 'forbid', decision.reason);
     if (decision.decision !== 'allow') throw forbiddenError(attributes, decision.reason);
-    return { user, url, attributes, decision };
+    return { user, attributes, decision };
   }
 
   private fail(res: ServerResponse, err: unknown, audit?: RequestAudit): void {
@@ -204,12 +242,17 @@ export class ApiServer {
       });
       status = internalError(err instanceof Error ? err.message : String(err)).toStatus();
     }
+    // Already answered (the request timed out while the handler ran): nothing more to say.
+    if (res.writableEnded) return;
     if (res.headersSent) {
       // Failed after the answer began: the audit log's Panic stage.
       audit?.panicked(status.message ?? 'the response failed after it started');
       res.destroy();
       return;
     }
+    // As upstream's error writer: a Status that says when to retry says it in Retry-After too.
+    const retryAfter = status.details?.retryAfterSeconds;
+    if (retryAfter) res.setHeader('retry-after', String(retryAfter));
     send(res, status.code, status);
   }
 
@@ -320,7 +363,8 @@ export class ApiServer {
   private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     socket.on('error', () => socket.destroy());
     try {
-      const { url } = await this.authenticateAndAuthorize(req);
+      const url = parseRequestTarget(req.url);
+      await this.authenticateAndAuthorize(req, url);
       const path = url.pathname.replace(/\/+$/, '');
       const m = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/(exec|attach|portforward)$/.exec(path);
       if (!m) throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
