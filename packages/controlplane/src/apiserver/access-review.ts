@@ -1,4 +1,4 @@
-import type { RequestAttributes } from '../authorization/attributes.js';
+import { nonResourceAttributes, type RequestAttributes } from '../authorization/attributes.js';
 import type { AuthorizationChain } from '../authorization/chain.js';
 import type { RequestUser } from './resource-type.js';
 
@@ -29,9 +29,9 @@ export interface AccessDecision {
  * NonResourceAttributesFrom), so that a review is decided exactly as the request itself would be.
  */
 export function reviewAttributes(user: RequestUser, spec: ReviewAttributes): RequestAttributes {
+  const str = (v: unknown) => (typeof v === 'string' ? v : '');
   const res = spec.resourceAttributes;
   if (res) {
-    const str = (v: unknown) => (typeof v === 'string' ? v : '');
     const fieldSelector = str(res.fieldSelector?.rawSelector);
     return {
       user,
@@ -48,18 +48,7 @@ export function reviewAttributes(user: RequestUser, spec: ReviewAttributes): Req
     };
   }
   const non = spec.nonResourceAttributes ?? {};
-  return {
-    user,
-    verb: typeof non.verb === 'string' ? non.verb : '',
-    resourceRequest: false,
-    path: typeof non.path === 'string' ? non.path : '',
-    apiGroup: '',
-    apiVersion: '',
-    resource: '',
-    subresource: '',
-    namespace: '',
-    name: '',
-  };
+  return nonResourceAttributes(user, str(non.verb), str(non.path));
 }
 
 /** Whether `user` may do what `spec` describes, by the API server's own authorization chain. */

@@ -23,6 +23,22 @@ export interface RequestAttributes {
   fieldSelector?: string;
 }
 
+/** The attributes of a request for a path outside the API's resources (`/healthz`, `/api`, …). */
+export function nonResourceAttributes(user: RequestUser, verb: string, path: string): RequestAttributes {
+  return {
+    user,
+    verb,
+    resourceRequest: false,
+    path,
+    apiGroup: '',
+    apiVersion: '',
+    resource: '',
+    subresource: '',
+    namespace: '',
+    name: '',
+  };
+}
+
 /** Upstream's three answers: allow, deny (stop the chain), or no opinion (ask the next authorizer). */
 export type Decision = 'allow' | 'deny' | 'no-opinion';
 

@@ -10,7 +10,7 @@ import type { KubeObject } from '../object.js';
 import { namespaces } from '../resources/namespaces.js';
 import { clusterRoleBindings, clusterRoles, rbacGroup, roleBindings, roles } from '../resources/rbac.js';
 import { RevisionStore } from '../storage/revision-store.js';
-import type { RequestAttributes } from './attributes.js';
+import { nonResourceAttributes, type RequestAttributes } from './attributes.js';
 import type { PolicyRule, Subject } from './policy-rule.js';
 
 const apiVersion = `${rbacGroup}/v1`;
@@ -82,18 +82,7 @@ export function resourceRequest(
 }
 
 export function nonResourceRequest(u: RequestUser, verb: string, path: string): RequestAttributes {
-  return {
-    user: u,
-    verb,
-    resourceRequest: false,
-    path,
-    apiGroup: '',
-    apiVersion: '',
-    resource: '',
-    subresource: '',
-    namespace: '',
-    name: '',
-  };
+  return nonResourceAttributes(u, verb, path);
 }
 
 /** A registry on an in-memory store serving namespaces and the four RBAC kinds, with `namespaceNames`. */

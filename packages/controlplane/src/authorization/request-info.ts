@@ -1,6 +1,6 @@
 import type { RequestUser } from '../apiserver/resource-type.js';
 import { badRequest } from '../apiserver/status.js';
-import type { RequestAttributes } from './attributes.js';
+import { nonResourceAttributes, type RequestAttributes } from './attributes.js';
 
 /**
  * The authorization attributes of an HTTP request, as upstream's RequestInfoFactory reads a URL
@@ -29,18 +29,7 @@ const namespaceSubresources = new Set(['status', 'finalize']);
 
 export function requestAttributes(user: RequestUser, method: string, url: URL): RequestAttributes {
   const path = url.pathname;
-  const nonResource = (): RequestAttributes => ({
-    user,
-    verb: method.toLowerCase(),
-    resourceRequest: false,
-    path,
-    apiGroup: '',
-    apiVersion: '',
-    resource: '',
-    subresource: '',
-    namespace: '',
-    name: '',
-  });
+  const nonResource = () => nonResourceAttributes(user, method.toLowerCase(), path);
   let parts = path
     .split('/')
     .filter((p) => p !== '')
