@@ -59,10 +59,11 @@ test('a request still unanswered after --request-timeout is 504 with upstream St
   await waitFor(() => (w.status() === 200 ? true : undefined), 'the watch to start');
 
   const held = heldCreate(c, 'slow');
+  await waitFor(() => (c.cp.requestsInFlight.mutating === 1 ? true : undefined), 'the create to arrive');
   let answeredAt: number | undefined;
   void held.answer.then(() => (answeredAt = clock.elapsed()));
   const start = clock.elapsed();
-  await clock.advanceUntil(() => answeredAt !== undefined, { stepMs: 250, maxMs: 120_000 });
+  await clock.advanceUntil(() => answeredAt !== undefined, { stepMs: 250, maxMs: 60_000 });
   const answer = await held.answer;
   t.is(answer.status, 504);
   t.true(answeredAt! - start >= 5_000, 'not before the timeout');
@@ -121,13 +122,10 @@ test('past --max-mutating-requests-inflight a request is 429 with Retry-After: 1
 
   const held = heldCreate(c, 'held', [`Authorization: ${bearer}`]);
   await waitFor(
-    async () =>
-      (await alice('POST', '/api/v1/namespaces/default/configmaps', { metadata: { name: 'probe' } }))
-        .status === 429
-        ? true
-        : undefined,
+    () => (c.cp.requestsInFlight.mutating === 1 ? true : undefined),
     'the held create to fill the one mutating place',
   );
+  t.deepEqual(c.cp.requestsInFlight, { readOnly: 0, mutating: 1 }, 'the watch is not counted');
   const refused = await alice('POST', '/api/v1/namespaces/default/configmaps', {
     metadata: { name: 'second' },
   });

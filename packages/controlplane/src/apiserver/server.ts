@@ -156,6 +156,11 @@ export class ApiServer {
     return info;
   }
 
+  /** Requests being served now, as the in-flight limits count them. */
+  get requestsInFlight(): { readOnly: number; mutating: number } {
+    return this.inFlight.inFlight;
+  }
+
   /** Ends every open watch stream (clients resume from their last resourceVersion). Returns how many. */
   closeWatches(): number {
     const all = [...this.watches];
