@@ -219,6 +219,7 @@ test('20,000 generated requests: the API server never dies, never answers 5xx, e
         'fieldValidation',
         'dryRun',
         'fieldManager',
+        'timeout',
       ],
     }),
     send,

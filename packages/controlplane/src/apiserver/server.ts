@@ -32,7 +32,11 @@ import { send } from './responses.js';
 import { ApiError, badRequest, internalError, type Status } from './status.js';
 import { isLongRunning } from './filters/long-running.js';
 import { defaultInFlightLimits, type InFlightLimits, MaxInFlight } from './filters/max-inflight.js';
-import { defaultRequestTimeoutMs, startRequestTimeout } from './filters/request-timeout.js';
+import {
+  defaultRequestTimeoutMs,
+  requestTimeoutFor,
+  startRequestTimeout,
+} from './filters/request-timeout.js';
 import { maxHeaderBytes, parseRequestTarget } from './filters/request-target.js';
 import { slowClientTimeouts, type SlowClientTimeouts } from './filters/slow-clients.js';
 
@@ -188,7 +192,10 @@ export class ApiServer {
     try {
       const url = parseRequestTarget(req.url);
       const longRunning = isLongRunning(url);
-      if (!longRunning) startRequestTimeout(this.options.clock, this.requestTimeoutMs, res);
+      if (!longRunning) {
+        const timeoutMs = requestTimeoutFor(url, this.requestTimeoutMs);
+        startRequestTimeout(this.options.clock, timeoutMs, res);
+      }
       const user = await this.options.authenticator.authenticate(req);
       if (!longRunning) release = this.inFlight.admit(req.method ?? 'GET', user.groups);
       authorize(user, req.method ?? 'GET', url.pathname.replace(/\/+$/, '') || '/');
