@@ -286,7 +286,7 @@ test('nodelet up takes the API server request limits, as kube-apiserver spells t
   t.throws(() => parseUpArgs(['--request-timeout', '60']), {
     message: 'flag --request-timeout must be a duration such as 60s, 1m30s or 0, got "60"',
   });
-  t.throws(() => parseUpArgs(['--max-requests-inflight', '-1']), {
+  t.throws(() => parseUpArgs(['--max-requests-inflight=-1']), {
     message: 'flag --max-requests-inflight must be an integer from 0 to 1000000, got "-1"',
   });
   t.throws(() => parseUpArgs(['--max-mutating-requests-inflight', 'many']), {

@@ -369,6 +369,11 @@ export class ControlPlane {
     registry.create(t, '', binding);
   }
 
+  /** Requests being served now, as the in-flight limits count them (upstream's apiserver_current_inflight_requests). */
+  get requestsInFlight(): { readOnly: number; mutating: number } {
+    return this.server?.requestsInFlight ?? { readOnly: 0, mutating: 0 };
+  }
+
   /** Ends every open watch; clients watch again from their last resourceVersion. Returns how many ended. */
   closeWatches(): number {
     return this.server?.closeWatches() ?? 0;

@@ -22,11 +22,11 @@ function tls(c: TestCluster, credentials: 'admin' | 'none'): TLSSocket {
 }
 
 /** A create whose body never finishes arriving: it stays in flight until the rest is written. */
-function heldCreate(c: TestCluster, name: string, auth: string[] = []) {
+function heldCreate(c: TestCluster, name: string, auth: string[] = [], query = '') {
   const socket = tls(c, auth.length ? 'none' : 'admin');
   const body = JSON.stringify({ metadata: { name } });
   const head =
-    `POST /api/v1/namespaces/default/configmaps HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n` +
+    `POST /api/v1/namespaces/default/configmaps${query} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n` +
     `${auth.map((h) => `${h}\r\n`).join('')}Content-Length: ${body.length}\r\n\r\n`;
   const answer = sendRaw(socket, Buffer.from(head + body.slice(0, 5)), 30_000, { halfClose: false });
   return { answer, finish: () => socket.write(body.slice(5)) };
@@ -59,10 +59,11 @@ test('a request still unanswered after --request-timeout is 504 with upstream St
   await waitFor(() => (w.status() === 200 ? true : undefined), 'the watch to start');
 
   const held = heldCreate(c, 'slow');
+  await waitFor(() => (c.cp.requestsInFlight.mutating === 1 ? true : undefined), 'the create to arrive');
   let answeredAt: number | undefined;
   void held.answer.then(() => (answeredAt = clock.elapsed()));
   const start = clock.elapsed();
-  await clock.advanceUntil(() => answeredAt !== undefined, { stepMs: 250, maxMs: 120_000 });
+  await clock.advanceUntil(() => answeredAt !== undefined, { stepMs: 250, maxMs: 60_000 });
   const answer = await held.answer;
   t.is(answer.status, 504);
   t.true(answeredAt! - start >= 5_000, 'not before the timeout');
@@ -85,6 +86,19 @@ test('a request still unanswered after --request-timeout is 504 with upstream St
   w.close();
   // Quick requests are not touched.
   t.is((await c.api('GET', '/api/v1/namespaces/default/configmaps/after')).status, 200);
+
+  // A client may ask for less time (client-go's ?timeout=, from kubectl --request-timeout), not more.
+  const shorter = heldCreate(c, 'shorter', [], '?timeout=2s');
+  await waitFor(() => (c.cp.requestsInFlight.mutating === 1 ? true : undefined), 'the create to arrive');
+  let shorterAt: number | undefined;
+  void shorter.answer.then(() => (shorterAt = clock.elapsed()));
+  const shorterStart = clock.elapsed();
+  await clock.advanceUntil(() => shorterAt !== undefined, { stepMs: 250, maxMs: 60_000 });
+  t.is((await shorter.answer).status, 504);
+  t.true(shorterAt! - shorterStart >= 2_000 && shorterAt! - shorterStart < 5_000, 'after 2 s, not 5 s');
+  const bad = await c.api('GET', '/api/v1/namespaces/default/configmaps?timeout=soon');
+  t.is(bad.status, 400);
+  t.is(bad.json.message, 'invalid timeout specified in the request URL - time: invalid duration "soon"');
 });
 
 test('past --max-mutating-requests-inflight a request is 429 with Retry-After: 1; reads, watches and system:masters are not held back', async (t) => {
@@ -121,13 +135,10 @@ test('past --max-mutating-requests-inflight a request is 429 with Retry-After: 1
 
   const held = heldCreate(c, 'held', [`Authorization: ${bearer}`]);
   await waitFor(
-    async () =>
-      (await alice('POST', '/api/v1/namespaces/default/configmaps', { metadata: { name: 'probe' } }))
-        .status === 429
-        ? true
-        : undefined,
+    () => (c.cp.requestsInFlight.mutating === 1 ? true : undefined),
     'the held create to fill the one mutating place',
   );
+  t.deepEqual(c.cp.requestsInFlight, { readOnly: 0, mutating: 1 }, 'the watch is not counted');
   const refused = await alice('POST', '/api/v1/namespaces/default/configmaps', {
     metadata: { name: 'second' },
   });

@@ -2,7 +2,8 @@
  * Test support, run as a child process: a control plane on a fresh data directory and a free port, with a
  * stand-in kubelet for node n1 and pod p on it, so a test can measure the server's memory (its own
  * process's RSS) and see whether it dies. Its options come as JSON in argv[2]; it prints one JSON line
- * (url, CA, admin credentials) once serving, logs errors to stderr, and stops on SIGTERM.
+ * (url, CA, admin credentials) once serving, logs errors to stderr, reports its memory on SIGUSR2 and
+ * stops on SIGTERM.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -44,6 +45,12 @@ await api('POST', '/api/v1/namespaces/default/pods', {
 await api('POST', '/api/v1/namespaces/default/configmaps', { metadata: { name: 'x' } });
 const { cert, key } = cp.adminCredentials;
 process.stdout.write(`${JSON.stringify({ url: cp.url, ca: cp.caCert, cert, key })}\n`);
+// SIGUSR2: a full garbage collection, then the RSS, so a test compares memory in use rather than garbage
+// not yet collected (run with --expose-gc).
+process.on('SIGUSR2', () => {
+  (globalThis as { gc?: () => void }).gc?.();
+  process.stdout.write(`${JSON.stringify({ rss: process.memoryUsage().rss })}\n`);
+});
 process.once('SIGTERM', () => {
   void (async () => {
     await kubelet.close();

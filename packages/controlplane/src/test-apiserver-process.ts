@@ -3,7 +3,6 @@
  * measure the server's own memory and to see that it never dies.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { ControlPlaneOptions } from './control-plane.js';
 
@@ -16,8 +15,8 @@ export interface ApiServerProcess {
   child: ChildProcess;
   /** What the child wrote to stderr (its error logs). */
   stderr(): string;
-  /** The child's resident set size in bytes (from /proc). */
-  rss(): number;
+  /** The child's resident set size right after a full garbage collection. */
+  rssAfterGc(): Promise<number>;
   /** Whether the child is still running. */
   alive(): boolean;
   stop(): Promise<void>;
@@ -27,31 +26,38 @@ export async function startApiServerProcess(
   options: Partial<ControlPlaneOptions> = {},
 ): Promise<ApiServerProcess> {
   const main = fileURLToPath(new URL('./test-apiserver-main.js', import.meta.url));
-  const child = spawn(process.execPath, [main, JSON.stringify(options)], {
+  const child = spawn(process.execPath, ['--expose-gc', main, JSON.stringify(options)], {
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let stderr = '';
   child.stderr!.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-64 * 1024)));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const ready = await new Promise<{ url: string; ca: string; cert: string; key: string }>(
-    (resolve, reject) => {
-      let out = '';
-      child.stdout!.on('data', (d: Buffer) => {
-        out += d.toString();
-        const nl = out.indexOf('\n');
-        if (nl >= 0) resolve(JSON.parse(out.slice(0, nl)));
-      });
+  // Each line the child prints, to whoever waits for the next one.
+  const waiting: ((line: string) => void)[] = [];
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => {
+    out += d.toString();
+    for (let nl = out.indexOf('\n'); nl >= 0; nl = out.indexOf('\n')) {
+      const line = out.slice(0, nl);
+      out = out.slice(nl + 1);
+      waiting.shift()?.(line);
+    }
+  });
+  const nextLine = () =>
+    new Promise<string>((resolve, reject) => {
+      waiting.push(resolve);
       child.once('exit', (code) => reject(new Error(`the API server exited (${code}): ${stderr}`)));
-    },
-  );
+    });
+  const ready = JSON.parse(await nextLine()) as { url: string; ca: string; cert: string; key: string };
   return {
     ...ready,
     port: Number(new URL(ready.url).port),
     child,
     stderr: () => stderr,
-    rss: () => {
-      const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
-      return Number(/VmRSS:\s+(\d+) kB/.exec(status)![1]) * 1024;
+    rssAfterGc: async () => {
+      const line = nextLine();
+      child.kill('SIGUSR2');
+      return (JSON.parse(await line) as { rss: number }).rss;
     },
     alive: () => child.exitCode === null && child.signalCode === null,
     stop: async () => {

@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import { WebSocketServer } from 'ws';
+import { hardenHttpServer } from '@nodelet/kernel';
 import { issue } from './pki.js';
 
 export interface KubeletStub {
@@ -98,6 +99,8 @@ export async function startKubeletStub(pkiDir: string): Promise<KubeletStub> {
     );
     socket.pipe(socket);
   });
+  // As nodelet's kubelet server: a request Node's parser refuses is answered with a message.
+  hardenHttpServer(server);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const stub: KubeletStub = {
     metrics: '',

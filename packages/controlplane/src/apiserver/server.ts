@@ -36,7 +36,11 @@ import type { Auditor, RequestAudit } from '../audit/request-audit.js';
 import { ApiError, internalError, type Status } from './status.js';
 import { isLongRunning } from './filters/long-running.js';
 import { defaultInFlightLimits, type InFlightLimits, MaxInFlight } from './filters/max-inflight.js';
-import { defaultRequestTimeoutMs, startRequestTimeout } from './filters/request-timeout.js';
+import {
+  defaultRequestTimeoutMs,
+  requestTimeoutFor,
+  startRequestTimeout,
+} from './filters/request-timeout.js';
 import { maxHeaderBytes, parseRequestTarget } from './filters/request-target.js';
 import { slowClientTimeouts, type SlowClientTimeouts } from './filters/slow-clients.js';
 
@@ -165,6 +169,11 @@ export class ApiServer {
     return info;
   }
 
+  /** Requests being served now, as the in-flight limits count them. */
+  get requestsInFlight(): { readOnly: number; mutating: number } {
+    return this.inFlight.inFlight;
+  }
+
   /** Ends every open watch stream (clients resume from their last resourceVersion). Returns how many. */
   closeWatches(): number {
     const all = [...this.watches];
@@ -193,7 +202,10 @@ export class ApiServer {
     try {
       const url = parseRequestTarget(req.url);
       const longRunning = isLongRunning(url);
-      if (!longRunning) startRequestTimeout(this.options.clock, this.requestTimeoutMs, res);
+      if (!longRunning) {
+        const timeoutMs = requestTimeoutFor(url, this.requestTimeoutMs);
+        startRequestTimeout(this.options.clock, timeoutMs, res);
+      }
       const { user } = await this.authenticateAndAuthorize(req, url, res, (a) => (audit = a));
       if (!longRunning) release = this.inFlight.admit(req.method ?? 'GET', user.groups);
       await this.route(req, res, url, user);

@@ -1,11 +1,13 @@
 /**
  * A request fuzzer for the HTTP servers nodelet serves (the kubelet's API, the read-only port, the API
  * server's proxied paths). It writes raw bytes on a fresh connection — so it can send what no HTTP client
- * would: bad percent-escapes, huge headers, conflicting lengths, upgrades followed by truncated WebSocket or
- * SPDY frames — and reads back the first response head, if any. Deterministic from a seed, so a failing case
- * is replayed by its index.
+ * would: bad percent-escapes, huge headers and URLs, conflicting lengths, bodies too deep, too large, cut
+ * short or malformed (http-fuzz-bodies.ts), bytes sent slowly, upgrades followed by truncated WebSocket or
+ * SPDY frames — and reads back the first response head, if any (raw-http.ts). Deterministic from a seed, so
+ * a failing case is replayed by its index.
  */
-import type { Duplex } from 'node:stream';
+import { frameBody, fuzzBody, pick, type Rng } from './http-fuzz-bodies.js';
+import type { RawAnswer } from './raw-http.js';
 
 /** One request: a name that tells what was mutated, and the bytes sent. */
 export interface FuzzCase {
@@ -13,6 +15,8 @@ export interface FuzzCase {
   bytes: Buffer;
   /** A HEAD request: its answer has no body to carry a message. */
   head?: boolean;
+  /** A slow client: the bytes go out in a few pieces, this long apart. */
+  pauseMs?: number;
 }
 
 export interface FuzzOptions {
@@ -26,18 +30,11 @@ export interface FuzzOptions {
   params?: readonly string[];
   /** Extra header lines for every request (e.g. an Authorization header), without CRLF. */
   headers?: readonly string[];
+  /** `METHOD /path` targets that take a body (create, update, patch), to send bad bodies to. */
+  bodyTargets?: readonly string[];
+  /** The server's body limit in bytes, to send bodies and lengths past it (default 3 MiB). */
+  bodyLimit?: number;
 }
-
-/** What came back on one connection: the status of the first response (undefined if none) and its body. */
-export interface RawAnswer {
-  status?: number;
-  head: string;
-  body: string;
-  /** The server closed the connection (rather than the reader's deadline ending it). */
-  closed: boolean;
-}
-
-type Rng = () => number;
 
 function mulberry32(seed: number): Rng {
   let a = seed >>> 0;
@@ -49,8 +46,6 @@ function mulberry32(seed: number): Rng {
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
 }
-
-const pick = <T>(rng: Rng, xs: readonly T[]): T => xs[Math.floor(rng() * xs.length)]!;
 
 const badEscapes = ['%ff', '%', '%e0%a4', '%00', '%2f', '%%', '%zz', '%c0%af', '%ed%a0%80', '%0d%0a'];
 const pathNoise = ['..', '.', '', '//', '%2e%2e', 'é', '\u{1F600}', '*', ';', '?', '#', 'a'.repeat(5000)];
@@ -65,6 +60,17 @@ const badValues = [
   '%ff',
   'true,false',
   ' ',
+  // Selectors and resource versions that do not parse.
+  'a in (b',
+  'a=b,',
+  'a==b==c',
+  '!',
+  'metadata.name=',
+  'x%3D%zz',
+  '(a)',
+  'a notin b',
+  '18446744073709551616',
+  '-9223372036854775809',
 ];
 const methods = [
   'GET',
@@ -143,6 +149,11 @@ export function* httpFuzzCases(count: number, opts: FuzzOptions): Generator<Fuzz
   const upgrades = opts.upgradePaths ?? [];
   for (let i = 0; i < count; i++) {
     const path = pick(rng, opts.paths);
+    const bodies = opts.bodyTargets ?? [];
+    if (bodies.length > 0 && rng() < 0.3) {
+      yield bodyCase(rng, i, pick(rng, bodies), base, opts.bodyLimit ?? 3 * 1024 * 1024, params);
+      continue;
+    }
     const kind = Math.floor(rng() * (upgrades.length > 0 ? 7 : 6));
     switch (kind) {
       case 0: {
@@ -166,7 +177,12 @@ export function* httpFuzzCases(count: number, opts: FuzzOptions): Generator<Fuzz
         break;
       }
       case 3: {
-        const size = pick(rng, [8 * 1024, 17 * 1024, 70 * 1024]);
+        const size = pick(rng, [8 * 1024, 17 * 1024, 70 * 1024, 200 * 1024]);
+        if (rng() < 0.25) {
+          const target = `${path}${path.includes('?') ? '&' : '?'}labelSelector=${'a'.repeat(size)}`;
+          yield { name: `#${i} URL of ${target.length} bytes`, bytes: request('GET', target, base) };
+          break;
+        }
         const header = rng() < 0.5 ? `X-Fuzz: ${'a'.repeat(size)}` : `${'X'.repeat(size)}: 1`;
         yield {
           name: `#${i} header of ${size} bytes on ${path}`,
@@ -231,69 +247,26 @@ export function* httpFuzzCases(count: number, opts: FuzzOptions): Generator<Fuzz
   }
 }
 
-/**
- * Writes `bytes` on a connection and reads the first response head, then the body up to `maxBody` bytes
- * or until the server closes or `deadlineMs` ends (a streaming answer — follow=true — never ends by itself).
- * `halfClose` ends the writing side after the bytes, so a truncated request ends at EOF rather than at the
- * server's header timeout; TLS has no half-close (the server would close before it answers), so pass
- * false there and let the deadline end the truncated ones.
- */
-export function sendRaw(
-  socket: Duplex,
-  bytes: Buffer,
-  deadlineMs = 2000,
-  { maxBody = 64 * 1024, halfClose = true }: { maxBody?: number; halfClose?: boolean } = {},
-): Promise<RawAnswer> {
-  return new Promise((resolve) => {
-    let data = Buffer.alloc(0);
-    let settled = false;
-    const finish = (closed: boolean) => {
-      if (settled) return;
-      settled = true;
-      clearTimeout(timer);
-      socket.destroy();
-      const text = data.toString('latin1');
-      const end = text.indexOf('\r\n\r\n');
-      const head = end >= 0 ? text.slice(0, end) : text;
-      const match = /^HTTP\/1\.[01] (\d{3})/.exec(head);
-      resolve({
-        status: match ? Number(match[1]) : undefined,
-        head,
-        body: end >= 0 ? dechunk(head, text.slice(end + 4)) : '',
-        closed,
-      });
-    };
-    const timer = setTimeout(() => finish(false), deadlineMs);
-    socket.on('data', (d: Buffer) => {
-      data = Buffer.concat([data, d]);
-      const text = data.toString('latin1');
-      const end = text.indexOf('\r\n\r\n');
-      if (end < 0) return;
-      const length = /\r\ncontent-length: *(\d+)/i.exec(text.slice(0, end));
-      if (length && data.length - (end + 4) >= Number(length[1])) finish(false);
-      else if (data.length - (end + 4) >= maxBody) finish(false);
-      else if (/\r\ntransfer-encoding: *chunked/i.test(text.slice(0, end)) && text.endsWith('0\r\n\r\n'))
-        finish(false);
-    });
-    socket.on('error', () => finish(true));
-    socket.on('close', () => finish(true));
-    if (halfClose) socket.end(bytes);
-    else socket.write(bytes);
-  });
-}
-
-function dechunk(head: string, body: string): string {
-  if (!/\r\ntransfer-encoding: *chunked/i.test(head)) return body;
-  let out = '';
-  let rest = body;
-  for (;;) {
-    const nl = rest.indexOf('\r\n');
-    if (nl < 0) return out;
-    const size = parseInt(rest.slice(0, nl), 16);
-    if (!(size > 0)) return out;
-    out += rest.slice(nl + 2, nl + 2 + size);
-    rest = rest.slice(nl + 4 + size);
-  }
+/** A request with a bad body (see http-fuzz-bodies.ts), now and then sent slowly, a piece at a time. */
+function bodyCase(
+  rng: Rng,
+  i: number,
+  target: string,
+  base: string[],
+  limit: number,
+  params: readonly string[],
+): FuzzCase {
+  const [method = 'POST', path = '/'] = target.split(' ', 2);
+  const body = fuzzBody(rng, limit);
+  const { headers, bytes } = frameBody(body);
+  const url = rng() < 0.3 ? mutateQuery(rng, path, params) : path;
+  const all = Buffer.concat([request(method, url, [...base, ...headers]), bytes]);
+  const slow = rng() < 0.05;
+  return {
+    name: `#${i} ${method} ${JSON.stringify(url)} with ${body.name}${slow ? ', sent slowly' : ''}`,
+    bytes: all,
+    ...(slow ? { pauseMs: 10 + Math.floor(rng() * 50) } : {}),
+  };
 }
 
 /** What a fuzz run found: the answers by status, and the cases whose answer broke the rules. */
@@ -322,14 +295,14 @@ export function breaksTheRules(c: FuzzCase, answer: RawAnswer): string | undefin
  */
 export async function runFuzz(
   cases: Iterable<FuzzCase>,
-  send: (bytes: Buffer) => Promise<RawAnswer>,
+  send: (bytes: Buffer, c: FuzzCase) => Promise<RawAnswer>,
   { concurrency = 16, judge = breaksTheRules }: { concurrency?: number; judge?: typeof breaksTheRules } = {},
 ): Promise<FuzzReport> {
   const report: FuzzReport = { statuses: new Map(), failures: [] };
   const queue = cases[Symbol.iterator]();
   const worker = async () => {
     for (let next = queue.next(); !next.done; next = queue.next()) {
-      const answer = await send(next.value.bytes);
+      const answer = await send(next.value.bytes, next.value);
       report.statuses.set(answer.status, (report.statuses.get(answer.status) ?? 0) + 1);
       const failure = judge(next.value, answer);
       if (failure) report.failures.push(failure);

@@ -6,9 +6,10 @@
  * virtual time. Whatever the handler does later finds the response ended and writes nothing.
  */
 import type { ServerResponse } from 'node:http';
+import { parseGoDuration } from '@nodelet/api';
 import type { Clock } from '@nodelet/kernel';
 import { send } from '../responses.js';
-import { ApiError } from '../status.js';
+import { ApiError, badRequest } from '../status.js';
 
 export const defaultRequestTimeoutMs = 60_000;
 
@@ -18,6 +19,20 @@ export const requestTimedOut = () =>
     'Timeout',
     'Timeout: request did not complete within requested timeout - context deadline exceeded',
   );
+
+/**
+ * The timeout of one request: the server's, or a shorter one the client asks for with `?timeout=30s` (as
+ * client-go does for `kubectl --request-timeout`); 0 or a longer one leaves the server's.
+ */
+export function requestTimeoutFor(url: URL, serverMs: number): number {
+  const asked = url.searchParams.get('timeout');
+  if (asked === null || asked === '') return serverMs;
+  const ms = parseGoDuration(asked);
+  if (ms === undefined) {
+    throw badRequest(`invalid timeout specified in the request URL - time: invalid duration "${asked}"`);
+  }
+  return ms > 0 && (serverMs <= 0 || ms < serverMs) ? ms : serverMs;
+}
 
 /** Starts the timeout of one request; it ends by itself when the answer is finished or the client leaves. */
 export function startRequestTimeout(clock: Clock, timeoutMs: number, res: ServerResponse): void {
