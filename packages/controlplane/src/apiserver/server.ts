@@ -296,10 +296,18 @@ export class ApiServer {
   /** `pods/exec|attach|portforward` upgrade requests: authenticated, checked, then carried to the kubelet. */
   private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     socket.on('error', () => socket.destroy());
+    const target = req.url ?? '/';
+    const url = new URL(`https://localhost${target.startsWith('/') ? '' : '/'}${target}`);
+    let audit: RequestAudit | undefined;
     try {
-      const user = await this.options.authenticator.authenticate(req);
-      const target = req.url ?? '/';
-      const url = new URL(`https://localhost${target.startsWith('/') ? '' : '/'}${target}`);
+      let user: RequestUser;
+      try {
+        user = await this.options.authenticator.authenticate(req);
+      } catch (err) {
+        this.options.auditor?.failedAuthentication(req, undefined, url);
+        throw err;
+      }
+      audit = this.options.auditor?.beginUpgrade(req, requestAttributes(user, req.method ?? 'GET', url));
       const path = url.pathname.replace(/\/+$/, '');
       authorize(user, req.method ?? 'GET', path);
       const m = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/(exec|attach|portforward)$/.exec(path);
@@ -310,12 +318,19 @@ export class ApiServer {
       const pod = registry.get(registry.byStorage('pods'), decodeSegment(m[1]!), decodeSegment(m[2]!));
       const kubeletPath = streamPath(pod, m[3] as StreamSubresource, url.searchParams);
       const endpoint = podKubelet(registry, pod);
-      await proxyUpgrade(kubelets, endpoint, kubeletPath, req, socket, head);
+      // The kubelet's answer (101, or an error) starts the response; the connection's end completes it.
+      let code = 502;
+      socket.once('close', () => audit?.finish(code));
+      await proxyUpgrade(kubelets, endpoint, kubeletPath, req, socket, head, (status) => {
+        code = status;
+        audit?.started(status);
+      });
     } catch (err) {
       const status =
         err instanceof ApiError
           ? err.toStatus()
           : internalError(String((err as Error)?.message ?? err)).toStatus();
+      audit?.finish(status.code, status);
       const body = JSON.stringify(status);
       if (!socket.writable) return;
       socket.end(
