@@ -157,18 +157,22 @@ export class ApiServer {
     const target = req.url ?? '/';
     const url = new URL(`https://localhost${target.startsWith('/') ? '' : '/'}${target}`);
     try {
-      let user: RequestUser;
-      try {
-        user = await this.options.authenticator.authenticate(req);
-      } catch (err) {
-        this.options.auditor?.failedAuthentication(req, res, url);
-        throw err;
-      }
+      const user = await this.authenticate(req, url, res);
       audit = this.options.auditor?.begin(req, res, requestAttributes(user, req.method ?? 'GET', url));
       authorize(user, req.method ?? 'GET', url.pathname.replace(/\/+$/, '') || '/');
       await this.route(req, res, url, user);
     } catch (err) {
       this.fail(res, err, audit);
+    }
+  }
+
+  /** The request's user; refused credentials are audited (they never reach the audit of a request). */
+  private async authenticate(req: IncomingMessage, url: URL, res?: ServerResponse): Promise<RequestUser> {
+    try {
+      return await this.options.authenticator.authenticate(req);
+    } catch (err) {
+      this.options.auditor?.failedAuthentication(req, res, url);
+      throw err;
     }
   }
 
@@ -300,13 +304,7 @@ export class ApiServer {
     const url = new URL(`https://localhost${target.startsWith('/') ? '' : '/'}${target}`);
     let audit: RequestAudit | undefined;
     try {
-      let user: RequestUser;
-      try {
-        user = await this.options.authenticator.authenticate(req);
-      } catch (err) {
-        this.options.auditor?.failedAuthentication(req, undefined, url);
-        throw err;
-      }
+      const user = await this.authenticate(req, url);
       audit = this.options.auditor?.beginUpgrade(req, requestAttributes(user, req.method ?? 'GET', url));
       const path = url.pathname.replace(/\/+$/, '');
       authorize(user, req.method ?? 'GET', path);
