@@ -3,6 +3,7 @@
  * raw better-sqlite3 inserts of the same pod JSON into a table of the same shape, one transaction each.
  *
  *   npm run bench:api --workspace @nodelet/bench -- [--pods 10000] [--watchers 100] [--concurrency 32]
+ *   npm run bench:api --workspace @nodelet/bench -- --authorization [--pods 2000] [--rounds 3]
  *
  * Per run:
  *
@@ -19,6 +20,9 @@
  *             that makes across all watchers.
  *   ratio     floor inserts/s ÷ api creates/s: how many raw inserts one API create costs.
  *
+ * With `--authorization`: creates/s of a user bound to `edit` (Node and RBAC authorizers on every create)
+ * ÷ the same user with AlwaysAllow, alternating runs, medians; writes bench/results/api-authorization.json.
+ *
  * Prints a table and writes bench/results/api.json.
  */
 import { fork } from 'node:child_process';
@@ -29,7 +33,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import Database from 'better-sqlite3';
-import { ControlPlane } from '@nodelet/controlplane';
+import { ControlPlane, type AuthorizationMode } from '@nodelet/controlplane';
 import { createLogger, RealClock } from '@nodelet/kernel';
 
 const benchDir = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -296,13 +300,24 @@ async function inProcess(dir: string, pods: number): Promise<Measured> {
   };
 }
 
-async function api(dir: string, pods: number, watchers: number, concurrency: number) {
+/**
+ * How the API run authenticates and is authorized: the admin (system:masters, which the chain lets through
+ * first) by default; `writer` creates as a user bound to `edit` in the namespace, so every create walks
+ * the Node and RBAC authorizers — or, with `modes: ['AlwaysAllow']`, none.
+ */
+interface ApiAuth {
+  writer?: boolean;
+  modes?: AuthorizationMode[];
+}
+
+async function api(dir: string, pods: number, watchers: number, concurrency: number, auth: ApiAuth = {}) {
   const cp = new ControlPlane({
-    dataDir: join(dir, 'api'),
+    dataDir: join(dir, `api-${(auth.modes ?? ['default']).join('-')}-${Date.now()}`),
     clock: new RealClock(),
     logger: createLogger({ level: 'warn' }),
     port: 0,
     controllers: { scheduler: false, endpointSlices: false },
+    ...(auth.modes ? { authorizationModes: auth.modes } : {}),
   });
   await cp.start();
   const reg = cp.registry;
@@ -311,6 +326,16 @@ async function api(dir: string, pods: number, watchers: number, concurrency: num
     kind: 'Namespace',
     metadata: { name: 'bench' },
   });
+  const credentials = auth.writer ? await cp.userCredentials('bench-writer') : cp.adminCredentials;
+  if (auth.writer) {
+    reg.create(reg.byStorage('rolebindings'), 'bench', {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: 'bench-writer' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: 'bench-writer' }],
+    });
+  }
   const child = fork(fileURLToPath(import.meta.url), ['--load'], {
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
@@ -321,8 +346,8 @@ async function api(dir: string, pods: number, watchers: number, concurrency: num
     child.send({
       url: cp.url,
       ca: cp.caCert,
-      cert: cp.adminCredentials.cert,
-      key: cp.adminCredentials.key,
+      cert: credentials.cert,
+      key: credentials.key,
       pods,
       watchers,
       concurrency,
@@ -411,12 +436,64 @@ async function echo(dir: string, pods: number, concurrency: number) {
   };
 }
 
+/**
+ * `--authorization`: creates/s of a user bound to `edit` with the default chain (Node, RBAC) ÷ the same
+ * with AlwaysAllow, in one run, alternating (on, off, on, off, …) so that the machine's drift falls on both.
+ */
+async function authorizationRatio(dir: string, pods: number, concurrency: number, rounds: number) {
+  const on: number[] = [];
+  const off: number[] = [];
+  const cpuOn: number[] = [];
+  const cpuOff: number[] = [];
+  for (let i = 0; i < rounds; i++) {
+    const a = await api(dir, pods, 0, concurrency, { writer: true });
+    const b = await api(dir, pods, 0, concurrency, { writer: true, modes: ['AlwaysAllow'] });
+    if (a.errors.length || b.errors.length)
+      throw new Error(`errors: ${[...a.errors, ...b.errors].join('; ')}`);
+    on.push(a.perSecond);
+    off.push(b.perSecond);
+    cpuOn.push(a.cpuMsPerOp);
+    cpuOff.push(b.cpuMsPerOp);
+  }
+  const median = (xs: number[]) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)]!;
+  const result = {
+    pods,
+    concurrency,
+    rounds,
+    onPerSecond: median(on),
+    offPerSecond: median(off),
+    ratio: median(on) / median(off),
+    cpuMsPerCreateOn: median(cpuOn),
+    cpuMsPerCreateOff: median(cpuOff),
+    runs: { on, off },
+  };
+  console.log(
+    `pods ${pods} per run, concurrency ${concurrency}, ${rounds} rounds; ${cpus().length} CPUs, load ${loadavg()[0]!.toFixed(1)}`,
+  );
+  console.log('');
+  console.log('| authorization | creates/s (median) | CPU ms per create | runs |');
+  console.log('| --- | ---: | ---: | --- |');
+  const fmt = (n: number, d = 0) =>
+    n.toLocaleString('en-US', { maximumFractionDigits: d, minimumFractionDigits: d });
+  console.log(
+    `| Node,RBAC (user bound to edit) | ${fmt(result.onPerSecond)} | ${fmt(result.cpuMsPerCreateOn, 3)} | ${on.map((x) => fmt(x)).join(', ')} |`,
+  );
+  console.log(
+    `| AlwaysAllow (same user) | ${fmt(result.offPerSecond)} | ${fmt(result.cpuMsPerCreateOff, 3)} | ${off.map((x) => fmt(x)).join(', ')} |`,
+  );
+  console.log('');
+  console.log(`ratio on ÷ off: ${result.ratio.toFixed(3)} (goal ≥ 0.9)`);
+  return result;
+}
+
 async function main(): Promise<void> {
   const { values } = parseArgs({
     options: {
       pods: { type: 'string', default: '10000' },
       watchers: { type: 'string', default: '100' },
       concurrency: { type: 'string', default: '32' },
+      authorization: { type: 'boolean', default: false },
+      rounds: { type: 'string', default: '3' },
       out: { type: 'string' },
     },
   });
@@ -424,6 +501,18 @@ async function main(): Promise<void> {
   const watchers = Number(values.watchers);
   const concurrency = Number(values.concurrency);
   const dir = await mkdtemp(join(tmpdir(), 'nodelet-bench-api-'));
+  if (values.authorization) {
+    try {
+      const result = await authorizationRatio(dir, pods, concurrency, Number(values.rounds));
+      const out = values.out ?? join(benchDir, 'results', 'api-authorization.json');
+      await mkdir(dirname(out), { recursive: true });
+      await writeFile(out, `${JSON.stringify(result, null, 2)}\n`);
+      console.log(`wrote ${out}`);
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+    return;
+  }
   try {
     const f = floor(dir, pods);
     const r = await inProcess(dir, pods);

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
 import { kubectlPath, NodeletUp, requireKubectl, run } from './e2e-containerd/nodelet-up.js';
@@ -37,6 +38,89 @@ spec:
   containers: [{name: main, image: nodelet.test/busybox:1, volumeMounts: [{name: s, mountPath: /s}]}]
   volumes: [{name: s, secret: {secretName: for-b}}]
 `;
+
+/**
+ * What `kubectl auth can-i --list` shows for `user`, bound cluster-wide to `clusterRole`, on a cluster with
+ * upstream's bootstrap policy — computed from the golden data derived from upstream's policy files: the
+ * role's rules (aggregated roles expanded), plus those of the roles bound to system:authenticated. Each
+ * rule is broken down to one entry per resource (with its group and names) or URL, verbs merged, as
+ * kubectl's BreakdownRule and CompactRules do before printing.
+ */
+interface GoldenRole {
+  labels?: string[];
+  aggregationRule?: string[];
+  rules: string[];
+}
+const golden = JSON.parse(
+  readFileSync(
+    new URL('../../controlplane/src/authorization/testdata/bootstrap-policy-golden.json', import.meta.url),
+    'utf8',
+  ),
+) as {
+  clusterRoles: Record<string, GoldenRole>;
+  clusterRoleBindings: Record<string, { roleRef: string; subjects: string[] }>;
+};
+
+function roleRules(name: string, seen = new Set<string>()): string[] {
+  const role = golden.clusterRoles[name];
+  if (!role || seen.has(name)) return [];
+  seen.add(name);
+  if (!role.aggregationRule) return role.rules;
+  return Object.entries(golden.clusterRoles)
+    .filter(([, r]) => (r.labels ?? []).some((l) => role.aggregationRule!.includes(l)))
+    .flatMap(([other]) => roleRules(other, seen));
+}
+
+function expectedAccess(user: string, clusterRole: string): Record<string, string[]> {
+  const roles = [clusterRole];
+  for (const b of Object.values(golden.clusterRoleBindings)) {
+    if (b.subjects.includes('Group system:authenticated') || b.subjects.includes(`User ${user}`))
+      roles.push(b.roleRef.replace(/^ClusterRole /, ''));
+  }
+  const access = new Map<string, Set<string>>();
+  const add = (key: string, verbs: string[]) => {
+    const set = access.get(key) ?? new Set<string>();
+    for (const v of verbs) set.add(v);
+    access.set(key, set);
+  };
+  for (const rule of roles.flatMap((r) => roleRules(r))) {
+    const f = Object.fromEntries(
+      rule.split(' ').map((part) => [part.slice(0, part.indexOf('=')), part.slice(part.indexOf('=') + 1)]),
+    ) as Record<string, string | undefined>;
+    const list = (v: string | undefined) => (v === undefined ? [] : v.split(','));
+    const verbs = list(f.v);
+    for (const url of list(f.u)) add(`url ${url}`, verbs);
+    const names = list(f.n).sort().join(' ');
+    for (const group of f.g === undefined ? [] : list(f.g))
+      for (const resource of list(f.r)) add(`${combineResourceGroup(resource, group)} [${names}]`, verbs);
+  }
+  return Object.fromEntries([...access].map(([k, v]) => [k, [...v].sort()]).sort());
+}
+
+/** How kubectl names a resource of a group: `deployments.apps/scale` (its describe.CombineResourceGroup). */
+function combineResourceGroup(resource: string, group: string): string {
+  const [base, sub] = resource.split(/\/(.*)/s) as [string, string | undefined];
+  return `${base}${group ? `.${group}` : ''}${sub ? `/${sub}` : ''}`;
+}
+
+/** kubectl's table (Resources, Non-Resource URLs, Resource Names, Verbs), in the same shape. */
+function accessTable(stdout: string): Record<string, string[]> {
+  const access = new Map<string, Set<string>>();
+  for (const line of stdout.trim().split('\n').slice(1)) {
+    const m = /^(\S*)\s+\[([^\]]*)\]\s+\[([^\]]*)\]\s+\[([^\]]*)\]\s*$/.exec(line);
+    if (!m) throw new Error(`an unexpected line of kubectl auth can-i --list: ${JSON.stringify(line)}`);
+    const [, resource, urls, names, verbs] = m as unknown as string[];
+    const keys = resource
+      ? [`${resource} [${names!.split(' ').filter(Boolean).sort().join(' ')}]`]
+      : urls!.split(' ').map((u) => `url ${u}`);
+    for (const key of keys) {
+      const set = access.get(key) ?? new Set<string>();
+      for (const v of verbs!.split(' ').filter(Boolean)) set.add(v);
+      access.set(key, set);
+    }
+  }
+  return Object.fromEntries([...access].map(([k, v]) => [k, [...v].sort()]).sort());
+}
 
 if (kubectl) {
   let up: NodeletUp;
@@ -90,6 +174,16 @@ if (kubectl) {
       /secrets "for-a" is forbidden: User "alice" cannot get resource "secrets" in API group "" in the namespace "default"/,
     );
   });
+
+  test.serial(
+    'kubectl auth can-i --list as the view user: what a kubeadm cluster gives a view user (upstream policy)',
+    async (t) => {
+      const listed = await as(alice(), ['auth', 'can-i', '--list']);
+      t.is(listed.code, 0, listed.stderr);
+      t.is(listed.stderr, '', 'complete: no "the list may be incomplete" warning');
+      t.deepEqual(accessTable(listed.stdout), expectedAccess('alice', 'view'), listed.stdout);
+    },
+  );
 
   test.serial('a node reads the Secret its own pod uses, not the one of a pod on another node', async (t) => {
     const own = await as(nodeA(), ['get', 'secret', 'for-a', '-o', 'jsonpath={.data.password}']);

@@ -41,7 +41,7 @@ function get(port: number, path: string, o: { cert?: string; key?: string; token
 }
 
 cpTest(
-  'the kubelet API of a joined kubelet: 401, the admin certificate 200, a bootstrap token 403 from the control plane',
+  'the kubelet API of a joined kubelet: 401, the admin certificate 200, a bootstrap token and a view user 403 from the control plane',
   async (t) => {
     const dir = mkdtempSync(join(tmpdir(), 'nodelet-kubelet-api-'));
     const sink = new MemorySink();
@@ -131,6 +131,21 @@ cpTest(
       status: 403,
       body: `Forbidden (user=system:bootstrap:${id}, verb=get, resource=nodes, subresource(s)=[pods proxy])\n`,
     });
+    // User certificates: RBAC decides. A `view` user may not reach the kubelet (no nodes/proxy); a user
+    // bound to system:kubelet-api-admin may.
+    const userCert = async (name: string, clusterRole: string) => {
+      const text = readFileSync(await cp.userKubeconfig(name), 'utf8');
+      cp.bindUser(name, clusterRole);
+      const field = (f: string) =>
+        Buffer.from(new RegExp(`${f}: (\\S+)`).exec(text)![1]!, 'base64').toString();
+      return { cert: field('client-certificate-data'), key: field('client-key-data') };
+    };
+    t.deepEqual(await get(port, '/pods', await userCert('alice', 'view')), {
+      status: 403,
+      body: 'Forbidden (user=alice, verb=get, resource=nodes, subresource(s)=[pods proxy])\n',
+    });
+    const operator = await get(port, '/pods', await userCert('bob', 'system:kubelet-api-admin'));
+    t.is(operator.status, 200, operator.body);
     t.deepEqual(await get(port, '/healthz', { token: 'abcdef.0123456789abcdef' }), {
       status: 401,
       body: 'Unauthorized',

@@ -294,6 +294,48 @@ test('nodelet up refuses bad flags with one line that names the flag', async (t)
     message: 'flag --user must be NAME=CLUSTERROLE (e.g. --user alice=view), got "alice"',
   });
   t.throws(() => parseUpArgs(['--user', 'al ice=view']), { message: /flag --user must be NAME=CLUSTERROLE/ });
+  t.deepEqual(parseUpArgs(['--authorization-mode', 'Node, RBAC']).flags.authorizationModes, ['Node', 'RBAC']);
+  t.is(parseUpArgs([]).flags.authorizationModes, undefined, 'the control plane defaults it: Node,RBAC');
+  t.throws(() => parseUpArgs(['--authorization-mode', 'Node,']), {
+    message: 'flag --authorization-mode must list modes separated by commas (e.g. Node,RBAC), got "Node,"',
+  });
+});
+
+test('nodelet up refuses an unknown authorization mode before it starts anything', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'nodelet-up-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  const r = await nodelet(['up', '--data-dir', dir, '--port', '0', '--authorization-mode', 'Node,ABAC']);
+  t.is(r.code, 1);
+  t.regex(
+    r.stderr,
+    /nodelet up flags: field "authorizationModes\[1\]" must be one of "Node", "RBAC", "AlwaysAllow", "AlwaysDeny"/,
+  );
+  t.false(existsSync(join(dir, 'state.db')), 'nothing was started');
+});
+
+test('nodelet up takes the API server request limits, as kube-apiserver spells them', (t) => {
+  const flags = parseUpArgs([
+    '--request-timeout',
+    '1m30s',
+    '--max-requests-inflight',
+    '800',
+    '--max-mutating-requests-inflight=0',
+  ]).flags;
+  t.is(flags.requestTimeoutMs, 90_000);
+  t.is(flags.maxRequestsInflight, 800);
+  t.is(flags.maxMutatingRequestsInflight, 0);
+  t.is(parseUpArgs(['--request-timeout', '0']).flags.requestTimeoutMs, 0);
+  const defaults = parseUpArgs([]).flags;
+  t.is(defaults.requestTimeoutMs, undefined, 'the control plane defaults apply: 60 s, 400 and 200');
+  t.throws(() => parseUpArgs(['--request-timeout', '60']), {
+    message: 'flag --request-timeout must be a duration such as 60s, 1m30s or 0, got "60"',
+  });
+  t.throws(() => parseUpArgs(['--max-requests-inflight', '-1']), {
+    message: 'flag --max-requests-inflight must be an integer from 0 to 1000000, got "-1"',
+  });
+  t.throws(() => parseUpArgs(['--max-mutating-requests-inflight', 'many']), {
+    message: /^flag --max-mutating-requests-inflight must be an integer/,
+  });
 });
 
 test('nodelet up refuses a bad proxy mode or proxy section before it starts anything', async (t) => {

@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { parseGoDuration } from '@nodelet/api';
 import type { Kernel, Logger } from '@nodelet/kernel';
 import { intFlag, parseFlags } from './args.js';
 import { CliError } from './errors.js';
@@ -33,6 +34,9 @@ Flags:
   --token-auth-file FILE
                       static bearer tokens, one token,user,uid,"group1,group2" line each
                       (kube-apiserver's --token-auth-file)
+  --authorization-mode MODES
+                      the API server's authorization chain, comma-separated: Node, RBAC,
+                      AlwaysAllow, AlwaysDeny (default Node,RBAC, as kubeadm)
   --encryption-provider-config FILE
                       an EncryptionConfiguration (apiserver.config.k8s.io/v1): the resources it lists
                       are encrypted in state.db with aesgcm or aescbc (kube-apiserver's flag)
@@ -41,6 +45,14 @@ Flags:
                       at the levels of --audit-policy-file (kube-apiserver's flags; off by default)
   --audit-policy-file FILE
                       an audit.k8s.io/v1 Policy: the first matching rule sets a request's level
+  --request-timeout DURATION
+                      a request that is not long-running (watches, logs, exec, attach, port-forward
+                      and proxy are) is answered 504 after this long; 0 never (default 1m0s)
+  --max-requests-inflight N
+                      read-only requests served at once; more are answered 429 with Retry-After
+                      (members of system:masters never are); 0 no limit (default 400)
+  --max-mutating-requests-inflight N
+                      the same for creates, updates, patches and deletes (default 200)
   --user NAME=ROLE    write <data-dir>/users/NAME.kubeconfig (a client certificate for NAME) and bind
                       NAME to the ClusterRole ROLE (view, edit, admin, …); may be repeated
   --v N               log verbosity: 0-1 info, 2 and up debug (default 0)
@@ -75,7 +87,11 @@ const options = {
   'encryption-provider-config': { type: 'string' },
   'audit-log-path': { type: 'string' },
   'audit-policy-file': { type: 'string' },
+  'request-timeout': { type: 'string' },
+  'max-requests-inflight': { type: 'string' },
+  'max-mutating-requests-inflight': { type: 'string' },
   user: { type: 'string', multiple: true },
+  'authorization-mode': { type: 'string' },
   v: { type: 'string', short: 'v' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -97,8 +113,15 @@ export interface UpFlags {
   /** kube-apiserver's --audit-log-path (`-`: stdout) and --audit-policy-file. */
   auditLogPath?: string;
   auditPolicyFile?: string;
+  /** kube-apiserver's --request-timeout, in ms (0: none). */
+  requestTimeoutMs?: number;
+  /** kube-apiserver's --max-requests-inflight and --max-mutating-requests-inflight (0: no limit). */
+  maxRequestsInflight?: number;
+  maxMutatingRequestsInflight?: number;
   /** `--user alice=view`: a kubeconfig for each user, bound to the ClusterRole. */
   users: { name: string; clusterRole: string }[];
+  /** kube-apiserver's --authorization-mode, as listed (checked by the control plane's config schema). */
+  authorizationModes?: string[];
   v: number;
 }
 
@@ -139,6 +162,26 @@ export function parseUpArgs(args: readonly string[]): { help: boolean; flags: Up
     }
     return { name: m[1]!, clusterRole: m[2]! };
   });
+  const modes = values['authorization-mode']?.split(',').map((m) => m.trim());
+  if (modes && modes.some((m) => m === '')) {
+    throw new CliError(
+      `flag --authorization-mode must list modes separated by commas (e.g. Node,RBAC), got ${JSON.stringify(values['authorization-mode'])}`,
+    );
+  }
+  const requestTimeout = values['request-timeout'];
+  const requestTimeoutMs = requestTimeout === undefined ? undefined : parseGoDuration(requestTimeout.trim());
+  if (requestTimeout !== undefined && requestTimeoutMs === undefined) {
+    throw new CliError(
+      `flag --request-timeout must be a duration such as 60s, 1m30s or 0, got ${JSON.stringify(requestTimeout)}`,
+    );
+  }
+  const maxRequestsInflight = intFlag('max-requests-inflight', values['max-requests-inflight'], 0, 1_000_000);
+  const maxMutatingRequestsInflight = intFlag(
+    'max-mutating-requests-inflight',
+    values['max-mutating-requests-inflight'],
+    0,
+    1_000_000,
+  );
   return {
     help: !!values.help,
     flags: {
@@ -162,7 +205,11 @@ export function parseUpArgs(args: readonly string[]): { help: boolean; flags: Up
       ...(values['audit-policy-file'] !== undefined
         ? { auditPolicyFile: resolve(values['audit-policy-file']) }
         : {}),
+      ...(requestTimeoutMs !== undefined ? { requestTimeoutMs } : {}),
+      ...(maxRequestsInflight !== undefined ? { maxRequestsInflight } : {}),
+      ...(maxMutatingRequestsInflight !== undefined ? { maxMutatingRequestsInflight } : {}),
       users,
+      ...(modes ? { authorizationModes: modes } : {}),
       v: intFlag('v', values.v?.replace(/^=/, ''), 0, 10) ?? 0,
     },
   };
@@ -212,9 +259,15 @@ export async function runUp(
       port: flags.port,
       bindAddress: flags.address,
       ...(flags.tokenAuthFile ? { tokenAuthFile: flags.tokenAuthFile } : {}),
+      ...(flags.authorizationModes ? { authorizationModes: flags.authorizationModes } : {}),
       ...(flags.encryptionProviderConfig ? { encryptionProviderConfig: flags.encryptionProviderConfig } : {}),
       ...(flags.auditLogPath ? { auditLogPath: flags.auditLogPath } : {}),
       ...(flags.auditPolicyFile ? { auditPolicyFile: flags.auditPolicyFile } : {}),
+      ...(flags.requestTimeoutMs !== undefined ? { requestTimeoutMs: flags.requestTimeoutMs } : {}),
+      ...(flags.maxRequestsInflight !== undefined ? { maxRequestsInflight: flags.maxRequestsInflight } : {}),
+      ...(flags.maxMutatingRequestsInflight !== undefined
+        ? { maxMutatingRequestsInflight: flags.maxMutatingRequestsInflight }
+        : {}),
     },
     'nodelet up flags',
   );

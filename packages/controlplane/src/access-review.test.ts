@@ -1,6 +1,6 @@
 import test from 'ava';
 import { VirtualClock } from '@nodelet/kernel';
-import { attributesRequest } from './apiserver/access-review.js';
+import { reviewAttributes } from './apiserver/access-review.js';
 import { startCluster, type TestCluster } from './test-helpers.js';
 
 // SubjectAccessReview and SelfSubjectAccessReview, answered by the API server's own authorizer.
@@ -23,7 +23,7 @@ const sar = (spec: Record<string, unknown>) =>
     spec,
   });
 
-test("a kubelet's SubjectAccessReview for nodes/proxy: allowed for a user, denied for a bootstrap identity", async (t) => {
+test("a kubelet's SubjectAccessReview for nodes/proxy: RBAC decides — denied for a plain user and a bootstrap identity, allowed for system:masters", async (t) => {
   const resourceAttributes = {
     verb: 'get',
     version: 'v1',
@@ -31,27 +31,47 @@ test("a kubelet's SubjectAccessReview for nodes/proxy: allowed for a user, denie
     subresource: 'proxy',
     name: 'node-1',
   };
-  const allowed = await sar({ resourceAttributes, user: 'alice', groups: ['system:authenticated'] });
-  t.is(allowed.status, 201, allowed.text);
-  t.is(allowed.json.kind, 'SubjectAccessReview');
-  t.is(allowed.json.status.allowed, true);
-  const denied = await sar({
+  const plain = await sar({ resourceAttributes, user: 'alice', groups: ['system:authenticated'] });
+  t.is(plain.status, 201, plain.text);
+  t.is(plain.json.kind, 'SubjectAccessReview');
+  t.is(plain.json.status.allowed, false);
+  t.is(plain.json.status.denied, undefined, 'RBAC never denies: nobody allowed it');
+  const bootstrap = await sar({
     resourceAttributes,
     user: 'system:bootstrap:abcdef',
-    groups: ['system:bootstrappers'],
+    groups: [
+      'system:bootstrappers',
+      'system:bootstrappers:nodelet:default-node-token',
+      'system:authenticated',
+    ],
   });
-  t.is(denied.json.status.allowed, false);
-  t.regex(denied.json.status.reason, /cannot get path "\/api\/v1\/nodes\/node-1\/proxy"/);
-  // What a bootstrap token may do, it may do in a review too.
+  t.is(bootstrap.json.status.allowed, false);
+  const master = await sar({ resourceAttributes, user: 'root', groups: ['system:masters'] });
+  t.is(master.json.status.allowed, true);
+  // What a bootstrap token may do (kubeadm's binding of system:node-bootstrapper), it may do in a review too.
   const csr = await sar({
     resourceAttributes: {
       verb: 'create',
       group: 'certificates.k8s.io',
       resource: 'certificatesigningrequests',
     },
-    groups: ['system:bootstrappers'],
+    user: 'system:bootstrap:abcdef',
+    groups: [
+      'system:bootstrappers',
+      'system:bootstrappers:nodelet:default-node-token',
+      'system:authenticated',
+    ],
   });
-  t.is(csr.json.status.allowed, true);
+  t.is(csr.json.status.allowed, true, csr.text);
+  t.regex(
+    csr.json.status.reason,
+    /^RBAC: allowed by ClusterRoleBinding "nodelet:kubelet-bootstrap" of ClusterRole "system:node-bootstrapper" to Group "system:bootstrappers:nodelet:default-node-token"$/,
+  );
+  const health = await sar({
+    nonResourceAttributes: { path: '/healthz', verb: 'get' },
+    groups: ['system:unauthenticated'],
+  });
+  t.is(health.json.status.allowed, true, 'system:public-info-viewer');
 });
 
 test('SubjectAccessReview errors: no user nor group, both or neither attribute kinds; only POST', async (t) => {
@@ -79,33 +99,59 @@ test('SelfSubjectAccessReview (kubectl auth can-i) answers for the caller; disco
   const resources = (await c.api('GET', '/apis/authorization.k8s.io/v1')).json.resources;
   t.deepEqual(
     resources.map((x: { name: string }) => x.name),
-    ['subjectaccessreviews', 'selfsubjectaccessreviews'],
+    ['subjectaccessreviews', 'selfsubjectaccessreviews', 'selfsubjectrulesreviews'],
   );
 });
 
-test('review attributes stand for the request they describe', (t) => {
-  const req = (a: Record<string, string>) => attributesRequest({ resourceAttributes: a });
-  t.deepEqual(req({ verb: 'get', resource: 'nodes', subresource: 'proxy', name: 'n1' }), {
-    method: 'GET',
-    path: '/api/v1/nodes/n1/proxy',
-  });
-  t.deepEqual(req({ verb: 'list', resource: 'pods', namespace: 'ns', name: 'ignored' }), {
-    method: 'GET',
-    path: '/api/v1/namespaces/ns/pods',
-  });
-  t.deepEqual(req({ verb: 'watch', group: 'apps', version: 'v1', resource: 'deployments' }), {
-    method: 'GET',
-    path: '/apis/apps/v1/watch/deployments',
-  });
-  t.deepEqual(
-    req({ verb: 'create', resource: 'pods', namespace: 'ns', name: 'p', subresource: 'eviction' }),
+test('review attributes are the request attributes they describe', (t) => {
+  const user = { name: 'u', groups: [] };
+  t.like(
+    reviewAttributes(user, {
+      resourceAttributes: {
+        verb: 'list',
+        resource: 'pods',
+        namespace: 'ns',
+        fieldSelector: { rawSelector: 'spec.nodeName=n1' },
+      },
+    }),
     {
-      method: 'POST',
-      path: '/api/v1/namespaces/ns/pods/p/eviction',
+      verb: 'list',
+      resource: 'pods',
+      namespace: 'ns',
+      name: '',
+      resourceRequest: true,
+      fieldSelector: 'spec.nodeName=n1',
     },
   );
-  t.deepEqual(attributesRequest({ nonResourceAttributes: { path: '/healthz', verb: 'get' } }), {
-    method: 'GET',
+  t.like(
+    reviewAttributes(user, {
+      resourceAttributes: { verb: 'get', group: 'apps', resource: 'deployments', name: 'd' },
+    }),
+    {
+      apiGroup: 'apps',
+      name: 'd',
+    },
+  );
+  t.like(reviewAttributes(user, { nonResourceAttributes: { path: '/healthz', verb: 'get' } }), {
+    resourceRequest: false,
     path: '/healthz',
+    verb: 'get',
   });
+});
+
+test('SelfSubjectRulesReview (kubectl auth can-i --list): the admin holds everything', async (t) => {
+  const r = await c.api('POST', '/apis/authorization.k8s.io/v1/selfsubjectrulesreviews', {
+    apiVersion: 'authorization.k8s.io/v1',
+    kind: 'SelfSubjectRulesReview',
+    spec: { namespace: 'default' },
+  });
+  t.is(r.status, 201, r.text);
+  t.false(r.json.status.incomplete);
+  t.true(
+    r.json.status.resourceRules.some(
+      (rule: { verbs: string[]; resources?: string[] }) =>
+        rule.verbs.includes('*') && rule.resources?.includes('*'),
+    ),
+    r.text,
+  );
 });

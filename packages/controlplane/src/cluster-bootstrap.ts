@@ -9,8 +9,46 @@ import { readBootstrapToken, writeTokenKubeconfig } from './pki.js';
 
 /**
  * What a new cluster holds before anything else runs: its namespaces, the `kubernetes` Service and
- * EndpointSlice that point at this server, and a bootstrap token for joining kubelets.
+ * EndpointSlice that point at this server, and a bootstrap token for joining kubelets with the
+ * bindings that let it join.
  */
+
+/** The group of the bootstrap tokens `nodelet up` makes (kubeadm's is system:bootstrappers:kubeadm:default-node-token). */
+export const nodeBootstrapTokenGroup = 'system:bootstrappers:nodelet:default-node-token';
+
+/**
+ * What kubeadm binds for TLS bootstrapping (`kubeadm init phase bootstrap-token`), under nodelet's
+ * names: the bootstrap token's group may create CSRs (system:node-bootstrapper) and have client
+ * certificates auto-approved; nodes may have their renewed client certificates auto-approved.
+ */
+const nodeBootstrapBindings: [name: string, clusterRole: string, group: string][] = [
+  ['nodelet:kubelet-bootstrap', 'system:node-bootstrapper', nodeBootstrapTokenGroup],
+  [
+    'nodelet:node-autoapprove-bootstrap',
+    'system:certificates.k8s.io:certificatesigningrequests:nodeclient',
+    nodeBootstrapTokenGroup,
+  ],
+  [
+    'nodelet:node-autoapprove-certificate-rotation',
+    'system:certificates.k8s.io:certificatesigningrequests:selfnodeclient',
+    'system:nodes',
+  ],
+];
+
+/** Creates the bootstrap bindings that are missing (a changed one is left as its owner made it). */
+export function ensureNodeBootstrapBindings(registry: Registry): void {
+  const t = registry.byStorage('clusterrolebindings');
+  for (const [name, role, group] of nodeBootstrapBindings) {
+    if (registry.store.get('clusterrolebindings', '', name)) continue;
+    registry.create(t, '', {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: group }],
+    });
+  }
+}
 
 /**
  * The address the `kubernetes` EndpointSlice names, which pods reach the API server at (upstream's
@@ -124,7 +162,7 @@ export async function ensureBootstrapToken(
         'token-secret': b64(secret),
         'usage-bootstrap-authentication': b64('true'),
         'usage-bootstrap-signing': b64('true'),
-        'auth-extra-groups': b64('system:bootstrappers:nodelet:default-node-token'),
+        'auth-extra-groups': b64(nodeBootstrapTokenGroup),
       },
     });
   }

@@ -1,10 +1,13 @@
 import { join } from 'node:path';
 import type { Clock, Logger, Loop } from '@nodelet/kernel';
+import { buildAuthorization, type AuthorizationSetup } from './authorization/authorizer-setup.js';
+import { defaultAuthorizationModes, type AuthorizationMode } from './authorization/modes.js';
 import { NodeRestrictionAdmission } from './admission/node-restriction.js';
 import { ServiceAccountAdmission } from './admission/service-account.js';
 import { OpenApiDocuments } from './apiserver/openapi.js';
 import { Registry } from './apiserver/registry.js';
 import { ApiServer, type PodLogProvider, type ServerVersion } from './apiserver/server.js';
+import type { SlowClientTimeouts } from './apiserver/filters/slow-clients.js';
 import type { ResourceType } from './apiserver/resource-type.js';
 import { EventRecorder } from './controllers/event-recorder.js';
 import { EndpointSliceController } from './controllers/endpointslice-controller.js';
@@ -17,7 +20,15 @@ import { ServiceAccountTokens } from './serviceaccount/tokens.js';
 import { KubeletClient } from './apiserver/kubelet-client.js';
 import { ResourceMetrics } from './metrics/resource-metrics.js';
 import { CsrController } from './controllers/csr-controller.js';
-import { advertiseAddress, ensureBootstrapToken, ensureClusterObjects } from './cluster-bootstrap.js';
+import { ClusterRoleAggregationController } from './controllers/clusterrole-aggregation-controller.js';
+import { reconcileBootstrapPolicy } from './authorization/reconcile-bootstrap-policy.js';
+import { RbacEscalationAdmission } from './authorization/rbac-escalation-admission.js';
+import {
+  advertiseAddress,
+  ensureBootstrapToken,
+  ensureClusterObjects,
+  ensureNodeBootstrapBindings,
+} from './cluster-bootstrap.js';
 import { ensureNodeCert, ensurePki, ensureUserCert, writeKubeconfig, type KeyPair, type Pki } from './pki.js';
 import { parseCidr, parsePortRange, ServiceAllocator } from './resources/allocators.js';
 import { servedResources } from './resources/index.js';
@@ -77,6 +88,8 @@ export interface ControlPlaneOptions {
    * /readyz, /version and below; [] turns anonymous off).
    */
   anonymousPaths?: readonly string[];
+  /** The authorization chain (kube-apiserver's --authorization-mode; default Node, RBAC). */
+  authorizationModes?: readonly AuthorizationMode[];
   /**
    * An EncryptionConfiguration file (kube-apiserver's --encryption-provider-config): the resources it
    * lists (Secrets, …) are encrypted in state.db, current objects and history alike.
@@ -84,6 +97,19 @@ export interface ControlPlaneOptions {
   encryptionProviderConfig?: string;
   /** kube-apiserver's --audit-log-path (a file, or `-` for stdout) and --audit-policy-file: both or none. */
   audit?: AuditLogOptions;
+  /**
+   * Requests that are not long-running (watches, logs, exec, attach, port-forward and proxy are) are
+   * answered 504 after this long (upstream's --request-timeout, default 60 s; 0: never).
+   */
+  requestTimeoutMs?: number;
+  /** Read-only requests served at once; more are answered 429 (--max-requests-inflight, default 400; 0: no limit). */
+  maxRequestsInflight?: number;
+  /** Mutating requests served at once (--max-mutating-requests-inflight, default 200; 0: no limit). */
+  maxMutatingRequestsInflight?: number;
+  /** A watch whose client leaves more than this unread is cut off (default 32 MiB). */
+  maxWatchBufferBytes?: number;
+  /** How long a client may take to send its headers and its whole request (default 32 s and the request timeout). */
+  slowClients?: Partial<SlowClientTimeouts>;
 }
 
 export interface Controller {
@@ -113,6 +139,7 @@ export class ControlPlane {
   private recorder?: EventRecorder;
   private namespaceController?: NamespaceController;
   private serviceAccountTokens?: ServiceAccountTokens;
+  private authorization?: AuthorizationSetup;
   private auditLog?: AuditLog;
 
   constructor(private readonly options: ControlPlaneOptions) {
@@ -202,6 +229,8 @@ export class ControlPlane {
       ...(encryption ? { transformerFor: encryption.forStorage(this.types) } : {}),
     });
     this.storeRef = store;
+    const authorization = buildAuthorization(o.authorizationModes ?? defaultAuthorizationModes, store);
+    this.authorization = authorization;
     const registry = new Registry({
       store,
       clock: o.clock,
@@ -210,7 +239,10 @@ export class ControlPlane {
         new ServiceAccountAdmission({
           ensureDefaultServiceAccount: (ns) => this.namespaceController?.ensureContents(ns),
         }),
-        new NodeRestrictionAdmission(),
+        new NodeRestrictionAdmission(store),
+        ...(authorization.rbac
+          ? [new RbacEscalationAdmission(authorization.rbac.resolver, authorization.chain)]
+          : []),
       ].filter((plugin) => !o.disableAdmissionPlugins?.includes(plugin.name)),
       ...(o.bookmarkIntervalMs ? { bookmarkIntervalMs: o.bookmarkIntervalMs } : {}),
     });
@@ -246,7 +278,17 @@ export class ControlPlane {
     });
     this.metrics = new ResourceMetrics({ store, kubelets, clock: o.clock, logger: logger.child('metrics') });
     this.controllers.push(this.metrics);
+    // The bootstrap RBAC policy is in place before the server answers anyone.
+    const rbac = reconcileBootstrapPolicy(registry);
+    if (rbac.created.length + rbac.updated.length + rbac.recreated.length > 0)
+      logger.info('bootstrap RBAC policy reconciled', {
+        created: rbac.created.length,
+        updated: rbac.updated,
+        recreated: rbac.recreated,
+      });
+    ensureNodeBootstrapBindings(registry);
     const server = new ApiServer({
+      authorizer: authorization.chain,
       authenticator: new Authenticator({
         store,
         clock: o.clock,
@@ -269,6 +311,15 @@ export class ControlPlane {
       tls: { key: this.pki.serving.key, cert: this.pki.serving.cert, ca: this.pki.ca.cert },
       logProviders: this.logProviders,
       kubelets,
+      ...(o.requestTimeoutMs !== undefined ? { requestTimeoutMs: o.requestTimeoutMs } : {}),
+      inFlight: {
+        ...(o.maxRequestsInflight !== undefined ? { maxReadOnly: o.maxRequestsInflight } : {}),
+        ...(o.maxMutatingRequestsInflight !== undefined
+          ? { maxMutating: o.maxMutatingRequestsInflight }
+          : {}),
+      },
+      ...(o.maxWatchBufferBytes !== undefined ? { maxWatchBufferBytes: o.maxWatchBufferBytes } : {}),
+      ...(o.slowClients ? { slowClients: o.slowClients } : {}),
       resourceMetrics: this.metrics,
       ...(this.auditLog ? { auditor: this.auditLog.auditor } : {}),
     });
@@ -306,7 +357,16 @@ export class ControlPlane {
         new EndpointSliceController(registry, o.clock, logger.child('endpointslice-controller')),
       );
     }
-    this.controllers.push(new CsrController(registry, o.clock, logger.child('csr-controller'), this.pki.ca));
+    this.controllers.push(
+      new CsrController(registry, o.clock, logger.child('csr-controller'), this.pki.ca, authorization.chain),
+    );
+    this.controllers.push(
+      new ClusterRoleAggregationController(
+        registry,
+        o.clock,
+        logger.child('clusterrole-aggregation-controller'),
+      ),
+    );
     for (const c of this.controllers) c.start();
     this.startHousekeeping();
     logger.info('control plane serving', {
@@ -328,6 +388,8 @@ export class ControlPlane {
     this.namespaceController = undefined;
     await this.server?.close();
     this.server = undefined;
+    this.authorization?.close();
+    this.authorization = undefined;
     await this.auditLog?.close();
     this.auditLog = undefined;
     this.storeRef?.close();
@@ -365,11 +427,16 @@ export class ControlPlane {
    * path: `<dataDir>/users/<user>.kubeconfig`. The user may do what RBAC grants its name and groups.
    */
   async userKubeconfig(user: string, groups: readonly string[] = []): Promise<string> {
-    if (!this.pki) throw new Error('the control plane is not started');
-    const pair = await ensureUserCert(this.pki, user, groups);
+    const pair = await this.userCredentials(user, groups);
     const path = join(this.dataDir, 'users', `${user}.kubeconfig`);
-    await writeKubeconfig(path, { server: this.serverUrl, ca: this.pki.ca.cert, client: pair, user });
+    await writeKubeconfig(path, { server: this.serverUrl, ca: this.caCert, client: pair, user });
     return path;
+  }
+
+  /** A client certificate and key for `user` (CN) in `groups` (O), signed by the cluster CA. */
+  async userCredentials(user: string, groups: readonly string[] = []): Promise<KeyPair> {
+    if (!this.pki) throw new Error('the control plane is not started');
+    return ensureUserCert(this.pki, user, groups);
   }
 
   /**

@@ -350,7 +350,7 @@ test('a body nested 100,000 deep and a path with a malformed escape are 400s, no
   const nested = await c.api('POST', '/api/v1/namespaces/default/configmaps', deep);
   t.is(nested.status, 400);
   t.is(nested.json.reason, 'BadRequest');
-  t.regex(nested.json.message, /nested deeper than 10000 levels/);
+  t.regex(nested.json.message, /nested deeper than 500 levels/);
   const token = await c.api('POST', '/api/v1/namespaces/default/serviceaccounts/default/token', deep);
   t.is(token.status, 400);
   const escaped = await c.api('GET', '/api/v1/namespaces/%ZZ/configmaps');

@@ -23,3 +23,4 @@ export {
   serviceAccountVolumePrefix,
   tokenVolumeSource,
 } from './admission/service-account.js';
+export * from './authorization/modes.js';

@@ -61,6 +61,21 @@ serial(
       whoami.stdout,
       /Groups\s+\[system:serviceaccounts system:serviceaccounts:default system:authenticated\]/,
     );
+    // RBAC decides what the service account may do: nothing on pods until a binding grants it.
+    const refused = await withToken(token, ['get', 'pods', '-o', 'name']);
+    t.is(refused.code, 1);
+    t.regex(
+      refused.stderr,
+      /pods is forbidden: User "system:serviceaccount:default:default" cannot list resource "pods" in API group "" in the namespace "default"/,
+    );
+    const bound = await c.kubectl([
+      'create',
+      'rolebinding',
+      'default-view',
+      '--clusterrole=view',
+      '--serviceaccount=default:default',
+    ]);
+    t.is(bound.code, 0, bound.stderr);
     const pods = await withToken(token, ['get', 'pods', '-o', 'name']);
     t.is(pods.code, 0, pods.stderr);
     t.is(pods.stdout.trim(), 'pod/web');

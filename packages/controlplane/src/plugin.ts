@@ -1,4 +1,5 @@
 import { defineCapability, definePlugin } from '@nodelet/kernel';
+import { authorizationModes, type AuthorizationMode } from './authorization/modes.js';
 import { ControlPlane } from './control-plane.js';
 
 /**
@@ -29,11 +30,18 @@ export interface ControlPlanePluginConfig {
   synchronous: 'NORMAL' | 'FULL';
   /** kube-apiserver's --token-auth-file: static bearer tokens. */
   tokenAuthFile?: string;
+  /** kube-apiserver's --authorization-mode: the authorization chain (default Node, RBAC). */
+  authorizationModes?: AuthorizationMode[];
   /** kube-apiserver's --encryption-provider-config: an EncryptionConfiguration file. */
   encryptionProviderConfig?: string;
   /** kube-apiserver's --audit-log-path (`-`: stdout) and --audit-policy-file. */
   auditLogPath?: string;
   auditPolicyFile?: string;
+  /** kube-apiserver's --request-timeout, in ms (0: none). */
+  requestTimeoutMs: number;
+  /** kube-apiserver's --max-requests-inflight and --max-mutating-requests-inflight (0: no limit). */
+  maxRequestsInflight: number;
+  maxMutatingRequestsInflight: number;
 }
 
 export const controlPlaneConfigSchema = {
@@ -52,9 +60,18 @@ export const controlPlaneConfigSchema = {
     retainRevisions: { type: 'integer', minimum: 0, default: 10000 },
     synchronous: { enum: ['NORMAL', 'FULL'], default: 'NORMAL' },
     tokenAuthFile: { type: 'string', minLength: 1 },
+    authorizationModes: {
+      type: 'array',
+      minItems: 1,
+      uniqueItems: true,
+      items: { enum: [...authorizationModes] },
+    },
     encryptionProviderConfig: { type: 'string', minLength: 1 },
     auditLogPath: { type: 'string', minLength: 1 },
     auditPolicyFile: { type: 'string', minLength: 1 },
+    requestTimeoutMs: { type: 'integer', minimum: 0, default: 60_000 },
+    maxRequestsInflight: { type: 'integer', minimum: 0, default: 400 },
+    maxMutatingRequestsInflight: { type: 'integer', minimum: 0, default: 200 },
   },
 } as const;
 
@@ -82,11 +99,15 @@ export const controlPlanePlugin = definePlugin<ControlPlanePluginConfig>({
       compaction: { intervalMs: c.compactionIntervalSeconds * 1000, retainRevisions: c.retainRevisions },
       synchronous: c.synchronous,
       ...(c.tokenAuthFile ? { tokenAuthFile: c.tokenAuthFile } : {}),
+      ...(c.authorizationModes ? { authorizationModes: c.authorizationModes } : {}),
       ...(c.encryptionProviderConfig ? { encryptionProviderConfig: c.encryptionProviderConfig } : {}),
       audit: {
         ...(c.auditLogPath ? { path: c.auditLogPath } : {}),
         ...(c.auditPolicyFile ? { policyFile: c.auditPolicyFile } : {}),
       },
+      requestTimeoutMs: c.requestTimeoutMs,
+      maxRequestsInflight: c.maxRequestsInflight,
+      maxMutatingRequestsInflight: c.maxMutatingRequestsInflight,
     });
     ctx.provide(ControlPlaneApi, cp);
     ctx.onStart(() => cp.start());

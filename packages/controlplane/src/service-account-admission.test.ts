@@ -223,15 +223,34 @@ test('a mirror pod that references a ServiceAccount, a Secret or a token project
 test('NodeRestriction: a node may create the mirror pod of its own node, referencing no ConfigMap', (t) => {
   const ns = namespace();
   const node: RequestUser = { name: 'system:node:node1', groups: ['system:nodes', 'system:authenticated'] };
-  const ok = create('pods', ns, pod({ nodeName: 'node1' }, { name: 'static-node1', ...mirror }), node);
+  const uid = create('nodes', '', { apiVersion: 'v1', kind: 'Node', metadata: { name: 'node1' } }).metadata
+    .uid;
+  // A mirror pod is owned by its Node, as the kubelet writes it.
+  const owned = {
+    ...mirror,
+    ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name: 'node1', uid, controller: true }],
+  };
+  const ok = create('pods', ns, pod({ nodeName: 'node1' }, { name: 'static-node1', ...owned }), node);
   t.is(ok.metadata.name, 'static-node1');
+  const unowned = refusal(() =>
+    create('pods', ns, pod({ nodeName: 'node1' }, { name: 'u', ...mirror }), node),
+  );
+  t.is(
+    unowned.message,
+    'pods "u" is forbidden: node "node1" can only create pods with an owner reference set to itself',
+  );
+  const plain = refusal(() => create('pods', ns, pod({ nodeName: 'node1' }, { name: 'v' }), node));
+  t.is(
+    plain.message,
+    'pods "v" is forbidden: pod does not have "kubernetes.io/config.mirror" annotation, node "node1" can only create mirror pods',
+  );
   const configMap = refusal(() =>
     create(
       'pods',
       ns,
       pod(
         { nodeName: 'node1', volumes: [{ name: 'c', configMap: { name: 'settings' } }] },
-        { name: 'x', ...mirror },
+        { name: 'x', ...owned },
       ),
       node,
     ),
@@ -240,7 +259,7 @@ test('NodeRestriction: a node may create the mirror pod of its own node, referen
     configMap.message,
     'pods "x" is forbidden: node "node1" can not create pods that reference configmaps',
   );
-  const other = refusal(() => create('pods', ns, pod({ nodeName: 'node2' }, { name: 'y', ...mirror }), node));
+  const other = refusal(() => create('pods', ns, pod({ nodeName: 'node2' }, { name: 'y', ...owned }), node));
   t.is(
     other.message,
     'pods "y" is forbidden: node "node1" can only create pods with spec.nodeName set to itself',

@@ -81,8 +81,18 @@ test("a pod-bound token is the ServiceAccount's user, with its groups and the po
       'authentication.kubernetes.io/node-uid': [node.json.metadata.uid],
     },
   });
+  // What it may do is RBAC's: nothing on pods, until a RoleBinding names the service account.
+  const refused = await asBearer(bearer, 'GET', `/api/v1/namespaces/${ns}/pods`);
+  t.is(refused.status, 403);
+  c.cp.registry.create(c.cp.registry.byStorage('rolebindings'), ns, {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'RoleBinding',
+    metadata: { name: 'default-view' },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'view' },
+    subjects: [{ kind: 'ServiceAccount', name: 'default', namespace: ns }],
+  });
   const list = await asBearer(bearer, 'GET', `/api/v1/namespaces/${ns}/pods`);
-  t.is(list.status, 200, 'authorization is unchanged: an authenticated user may read');
+  t.is(list.status, 200, list.text);
 });
 
 // The tests that move the shared virtual clock run alone, before the others.

@@ -8,11 +8,12 @@ import { pollUntil } from '../test-helpers.js';
 import { BUSYBOX, httpGet, manifest, nodeName, sweepNode } from './helpers.js';
 import { KubectlStream } from './kubectl-streaming.js';
 import { kubectlPath, NodeletUp, requireKubectl, run } from './nodelet-up.js';
+import { runInTerminal } from './terminal.js';
 
 /**
  * The kubelet's API as kubectl users reach it, through the API server of `nodelet up` to the kubelet's
  * 10250 and from there to containerd's streaming server: `kubectl logs -f` and `--previous`, `exec` with
- * stdin, stdout, stderr and the exit code, `exec -it` with the terminal's size, `cp` both ways, `attach`,
+ * stdin, stdout, stderr and the exit code, `exec -it` with the terminal's size and its resizes, `cp` both ways, `attach`,
  * `port-forward` and `top`. Traffic stays on the machine: kubectl talks to 127.0.0.1, port-forward listens
  * on 127.0.0.1 and reaches the pod through the kubelet.
  */
@@ -119,6 +120,26 @@ if (containerd && kubectl) {
     t.is(r.code, 0, r.stdout + r.stderr);
     t.regex(r.stdout, /45 123/);
   });
+
+  test.serial(
+    'kubectl exec -it: resizing the terminal during the session resizes the container’s',
+    async (t) => {
+      // The command reports each size it sees, and ends once it sees the new one (bounded: 30 s).
+      const watch =
+        'last=; for i in $(seq 300); do s=$(stty size 2>/dev/null); if [ "$s" != "$last" ]; then echo "size $s"; last=$s; fi; [ "$s" = "30 100" ] && exit 0; sleep 0.1; done; exit 1';
+      const r = await runInTerminal({
+        argv: [kubectlPath, '--kubeconfig', up.kubeconfig, 'exec', '-it', 'web', '--', 'sh', '-c', watch],
+        rows: 45,
+        cols: 123,
+        resizeOn: 'size 45 123',
+        newRows: 30,
+        newCols: 100,
+        timeoutSeconds: 60,
+      });
+      t.is(r.code, 0, r.stdout + r.stderr);
+      t.regex(r.stdout, /size 45 123[\s\S]*size 30 100/);
+    },
+  );
 
   test.serial('kubectl cp into the pod and back out keeps the bytes', async (t) => {
     const content = randomBytes(200_000).toString('base64');

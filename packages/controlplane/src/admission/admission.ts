@@ -2,13 +2,27 @@ import type { KubeObject } from '../object.js';
 import type { RequestUser, ResourceType, StrategyContext } from '../apiserver/resource-type.js';
 
 /**
- * An admission plugin (upstream's admission.MutationInterface + ValidationInterface, for creates): it
- * sees an object after decoding and defaulting, before validation and storage, and may change it or
- * refuse it by throwing an ApiError. The registry runs the plugins in their order.
+ * An admission plugin (upstream's admission.MutationInterface + ValidationInterface): it sees an object
+ * after decoding and defaulting, before validation and storage, and may change it or refuse it by
+ * throwing an ApiError. The registry runs the plugins in their order, on create, and — for plugins that
+ * care — on update (of the object or a subresource, with the stored object beside it) and delete.
  */
 export interface AdmissionPlugin {
   readonly name: string;
   admitCreate(t: ResourceType, obj: KubeObject, ctx: StrategyContext, request: AdmissionRequest): void;
+  admitUpdate?(
+    t: ResourceType,
+    obj: KubeObject,
+    old: KubeObject,
+    ctx: StrategyContext,
+    request: AdmissionUpdate,
+  ): void;
+  admitDelete?(t: ResourceType, old: KubeObject, request: AdmissionRequest): void;
+}
+
+/** An update's request: which subresource it writes ('' for the object itself). */
+export interface AdmissionUpdate extends AdmissionRequest {
+  subresource: string;
 }
 
 export interface AdmissionRequest {

@@ -162,25 +162,3 @@ export function bootstrapTokenUser(
     groups: [bootstrappersGroup, ...extra, 'system:authenticated'],
   };
 }
-
-/**
- * What a bootstrap identity may do, as upstream's `system:node-bootstrapper` role plus discovery allows:
- * read discovery and OpenAPI, create, get, list and watch CertificateSigningRequests. nodelet has no RBAC
- * yet; every other authenticated user may do everything.
- */
-export function authorize(user: RequestUser, method: string, path: string): void {
-  if (!user.groups.includes(bootstrappersGroup)) return;
-  const read = method === 'GET' || method === 'HEAD';
-  if (read && /^\/(version|healthz|livez|readyz|api|api\/v1|apis|openapi\/.*)?$/.test(path)) return;
-  if (read && /^\/apis\/certificates\.k8s\.io(\/v1)?$/.test(path)) return;
-  const csr = /^\/apis\/certificates\.k8s\.io\/v1\/(watch\/)?certificatesigningrequests(\/[^/]+)?$/.exec(
-    path,
-  );
-  if (csr && (read || (method === 'POST' && !csr[1] && !csr[2]))) return;
-  const verb = method === 'POST' ? 'create' : read ? 'get' : method.toLowerCase();
-  throw new ApiError(
-    403,
-    'Forbidden',
-    `forbidden: User "${user.name}" cannot ${verb} path "${path}": a bootstrap token may only create, get, list and watch certificatesigningrequests`,
-  );
-}

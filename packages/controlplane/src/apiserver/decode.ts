@@ -2,6 +2,7 @@ import { findSchemaErrors, schemaFields, unknownField } from '@nodelet/api';
 import { parse as parseYaml } from 'yaml';
 import { isObject, type KubeObject } from '../object.js';
 import { apiVersionOf, type ResourceType } from './resource-type.js';
+import { checkJsonDepth, checkParsedDepth, checkYamlDepth } from './body-depth.js';
 import { decodeProtobuf } from './protobuf.js';
 import { ApiError, badRequest, unsupportedMediaType } from './status.js';
 
@@ -20,25 +21,11 @@ export function parseFieldValidation(value: string | null): FieldValidation {
   );
 }
 
-/** Nesting a body may have (upstream's JSON decoder stops at 10,000); deeper ones overflowed the stack. */
-export const maxBodyDepth = 10_000;
-
-/** Refuses a parsed body nested deeper than `maxBodyDepth`, walking it without recursion. */
-function checkDepth(value: unknown): unknown {
-  const stack: [unknown, number][] = [[value, 1]];
-  while (stack.length > 0) {
-    const [v, depth] = stack.pop()!;
-    if (v === null || typeof v !== 'object') continue;
-    if (depth > maxBodyDepth)
-      throw badRequest(`the request body is nested deeper than ${maxBodyDepth} levels`);
-    for (const child of Object.values(v)) stack.push([child, depth + 1]);
-  }
-  return value;
-}
-
 /** Parses a request body by its Content-Type (JSON by default). */
 export function parseBody(raw: Buffer, contentType: string | undefined): unknown {
-  return checkDepth(parseByType(raw, contentType));
+  const value = parseByType(raw, contentType);
+  checkParsedDepth(value);
+  return value;
 }
 
 function parseByType(raw: Buffer, contentType: string | undefined): unknown {
@@ -46,6 +33,7 @@ function parseByType(raw: Buffer, contentType: string | undefined): unknown {
   if (type === 'application/vnd.kubernetes.protobuf') return decodeProtobuf(raw);
   const text = raw.toString('utf8');
   if (type === 'application/yaml' || type === 'application/apply-patch+yaml') {
+    checkYamlDepth(text);
     try {
       return parseYaml(text);
     } catch (err) {
@@ -60,6 +48,7 @@ function parseByType(raw: Buffer, contentType: string | undefined): unknown {
     type === '' ||
     type === '*/*'
   ) {
+    checkJsonDepth(text);
     try {
       return JSON.parse(text);
     } catch (err) {

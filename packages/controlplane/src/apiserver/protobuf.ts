@@ -3,7 +3,8 @@ import { badRequest, unsupportedMediaType } from './status.js';
 /**
  * Request bodies in the Kubernetes protobuf encoding (`application/vnd.kubernetes.protobuf`), for the kinds
  * kubectl's typed clients send that way: `kubectl create namespace|configmap|secret|service|serviceaccount`,
- * `kubectl certificate approve|deny`, `kubectl create token` and `kubectl auth whoami`.
+ * `kubectl certificate approve|deny`, `kubectl create token`, `kubectl auth whoami|can-i` and
+ * `kubectl create role|clusterrole|rolebinding|clusterrolebinding`.
  * The envelope is the 4-byte magic `k8s\0` and a runtime.Unknown (typeMeta, raw, contentEncoding,
  * contentType); `raw` is the object's message. The field numbers are those of the upstream Go types'
  * `protobuf` struct tags. A body of another kind is refused (415) with a message that says to send JSON.
@@ -178,6 +179,59 @@ const messages: Record<string, Fields> = {
   NonResourceAttributes: {
     1: ['path', 'string'],
     2: ['verb', 'string'],
+  },
+  SelfSubjectRulesReview: {
+    1: ['metadata', { message: 'ObjectMeta' }],
+    2: ['spec', { message: 'SelfSubjectRulesReviewSpec' }],
+  },
+  SelfSubjectRulesReviewSpec: { 1: ['namespace', 'string'] },
+  // rbac.authorization.k8s.io/v1: `kubectl create role|clusterrole|rolebinding|clusterrolebinding`.
+  Role: {
+    1: ['metadata', { message: 'ObjectMeta' }],
+    2: ['rules', { repeated: { message: 'PolicyRule' } }],
+  },
+  ClusterRole: {
+    1: ['metadata', { message: 'ObjectMeta' }],
+    2: ['rules', { repeated: { message: 'PolicyRule' } }],
+    3: ['aggregationRule', { message: 'AggregationRule' }],
+  },
+  PolicyRule: {
+    1: ['verbs', { repeated: 'string' }],
+    2: ['apiGroups', { repeated: 'string' }],
+    3: ['resources', { repeated: 'string' }],
+    4: ['resourceNames', { repeated: 'string' }],
+    5: ['nonResourceURLs', { repeated: 'string' }],
+  },
+  AggregationRule: { 1: ['clusterRoleSelectors', { repeated: { message: 'LabelSelector' } }] },
+  LabelSelector: {
+    1: ['matchLabels', { map: 'string' }],
+    2: ['matchExpressions', { repeated: { message: 'LabelSelectorRequirement' } }],
+  },
+  LabelSelectorRequirement: {
+    1: ['key', 'string'],
+    2: ['operator', 'string'],
+    3: ['values', { repeated: 'string' }],
+  },
+  RoleBinding: {
+    1: ['metadata', { message: 'ObjectMeta' }],
+    2: ['subjects', { repeated: { message: 'Subject' } }],
+    3: ['roleRef', { message: 'RoleRef' }],
+  },
+  ClusterRoleBinding: {
+    1: ['metadata', { message: 'ObjectMeta' }],
+    2: ['subjects', { repeated: { message: 'Subject' } }],
+    3: ['roleRef', { message: 'RoleRef' }],
+  },
+  Subject: {
+    1: ['kind', 'string'],
+    2: ['apiGroup', 'string'],
+    3: ['name', 'string'],
+    4: ['namespace', 'string'],
+  },
+  RoleRef: {
+    1: ['apiGroup', 'string'],
+    2: ['kind', 'string'],
+    3: ['name', 'string'],
   },
   // `kubectl certificate approve|deny` sends the whole object to the approval subresource.
   CertificateSigningRequest: {

@@ -41,6 +41,8 @@ export function deleteObject(
       },
     ]);
   }
+  const request = { user: options.user, dryRun: options.dryRun === true, name };
+  for (const plugin of p.admission) plugin.admitDelete?.(t, obj, request);
   if (t.storage === 'namespaces') return deleteNamespace(p, t, obj, current.rev, options);
 
   const grace = t.strategy.gracePeriodSeconds?.(obj, options.gracePeriodSeconds) ?? 0;

@@ -32,6 +32,8 @@ export interface WriteOptions {
 export type SubresourceWriteOptions = WriteOptions & { subresource?: string };
 
 export interface DeleteOptions {
+  /** Who asks (admission plugins that restrict deletes read it). */
+  user?: RequestUser | undefined;
   gracePeriodSeconds?: number | undefined;
   preconditions?: { uid?: string | undefined; resourceVersion?: string | undefined } | undefined;
   dryRun?: boolean | undefined;

@@ -213,6 +213,13 @@ function replace(
     errors =
       t.strategy.validateUpdate?.(next, old, p.context) ?? t.strategy.validate?.(next, p.context) ?? [];
   }
+  const request = {
+    user: options.user,
+    dryRun: options.dryRun === true,
+    name,
+    subresource: options.subresource ?? '',
+  };
+  for (const plugin of p.admission) plugin.admitUpdate?.(t, next, old, p.context, request);
   mustBeValid(t, next, errors);
   next.metadata.resourceVersion = old.metadata.resourceVersion;
   const unchanged = canonicalJson(next) === canonicalJson(old);

@@ -61,7 +61,10 @@ export function intParam(q: URLSearchParams, name: string): number | undefined {
   const v = q.get(name);
   if (v === null || v === '') return undefined;
   if (!/^-?\d+$/.test(v)) throw badRequest(`${name}: Invalid value: "${v}": must be an integer`);
-  return Number(v);
+  // Past 2^53 a number is no longer exact (and SQLite refuses what it became).
+  const n = Number(v);
+  if (!Number.isSafeInteger(n)) throw badRequest(`${name}: Invalid value: "${v}": integer out of range`);
+  return n;
 }
 
 export function boolParam(q: URLSearchParams, name: string): boolean {

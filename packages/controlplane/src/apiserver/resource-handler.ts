@@ -9,6 +9,7 @@ import type { KubeletClient } from './kubelet-client.js';
 import { servePodLogs, type PodLogProvider } from './pod-logs.js';
 import { requestToken, type TokenRequestContext } from '../serviceaccount/token-request.js';
 import type { Authenticator } from './authentication.js';
+import type { AuthorizationChain } from '../authorization/chain.js';
 import { review } from './reviews.js';
 import type { Registry } from './registry.js';
 import { boolParam, deleteOptions, intParam, readBody, type ResourceRequest } from './request-params.js';
@@ -26,9 +27,12 @@ export interface ServeContext {
   /** Reaches kubelets for pods/log, pods/exec|attach|portforward and nodes/proxy. */
   readonly kubelets?: KubeletClient | undefined;
   readonly minWatchTimeoutMs: number | undefined;
+  /** A watch whose client leaves more than this unread is cut off. */
+  readonly maxWatchBufferBytes: number;
   /** The open watch streams, each by the function that ends it. */
   readonly watches: Set<() => void>;
   readonly authenticator: Authenticator;
+  readonly authorizer: AuthorizationChain;
   /** `serviceaccounts/<name>/token`; absent: not served. */
   readonly tokenRequests: TokenRequestContext | undefined;
 }
@@ -85,7 +89,15 @@ export async function serveResource(
     if (method !== 'POST' || r.name !== undefined || r.watchPath) throw methodNotAllowed();
     const body = parseBody(await readBody(req, ctx.maxBodyBytes), req.headers['content-type']);
     const fieldValidation = parseFieldValidation(q.get('fieldValidation'));
-    const { object, warnings } = await review(t, body, user, ctx.authenticator, registry, fieldValidation);
+    const { object, warnings } = await review(
+      t,
+      body,
+      user,
+      ctx.authenticator,
+      ctx.authorizer,
+      registry,
+      fieldValidation,
+    );
     return send(res, 201, object, negotiate(req.headers.accept), warnings);
   }
   if (r.name === undefined) {
@@ -118,7 +130,7 @@ export async function serveResource(
       case 'DELETE': {
         const raw = await readBody(req, ctx.maxBodyBytes);
         const options = deleteOptions(raw, req, q);
-        const list = registry.deleteCollection(t, r.namespace, listOptions, { ...options, dryRun });
+        const list = registry.deleteCollection(t, r.namespace, listOptions, { ...options, dryRun, user });
         return send(res, 200, list);
       }
       default:
@@ -146,6 +158,7 @@ export async function serveResource(
       name,
       body,
       fieldValidation,
+      user,
     );
     return send(res, 201, object, negotiate(req.headers.accept), warnings);
   }
@@ -187,6 +200,7 @@ export async function serveResource(
       }
       const { object, warnings } = registry.update(t, namespace, name, body, {
         dryRun,
+        user,
         fieldValidation: parseFieldValidation(q.get('fieldValidation')),
         ...(sub ? { subresource: sub } : {}),
       });
@@ -202,6 +216,7 @@ export async function serveResource(
       );
       const { object, warnings } = registry.patch(t, namespace, name, patchType, body, {
         dryRun,
+        user,
         fieldValidation: parseFieldValidation(q.get('fieldValidation')),
         ...(sub ? { subresource: sub } : {}),
       });
@@ -211,7 +226,7 @@ export async function serveResource(
       if (sub) throw methodNotAllowed();
       const raw = await readBody(req, ctx.maxBodyBytes);
       const options = deleteOptions(raw, req, q);
-      const result = registry.delete(t, namespace, name, { ...options, dryRun });
+      const result = registry.delete(t, namespace, name, { ...options, dryRun, user });
       const body = result.body;
       if ((body as Status).kind === 'Status') return send(res, 200, body);
       return sendObject(ctx.clock, res, 200, t, body as KubeObject, negotiate(req.headers.accept), q);

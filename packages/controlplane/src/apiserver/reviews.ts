@@ -1,4 +1,5 @@
 import type { KubeObject } from '../object.js';
+import type { AuthorizationChain } from '../authorization/chain.js';
 import { decideAccess, type ReviewAttributes } from './access-review.js';
 import type { Authenticator } from './authentication.js';
 import { decodeObject, type FieldValidation, type KindIndex } from './decode.js';
@@ -17,13 +18,15 @@ import { badRequest, methodNotAllowed } from './status.js';
  *
  * - SubjectAccessReview (the kubelet's webhook authorization): may `spec.user`/`spec.groups` do what
  *   `spec.resourceAttributes` or `spec.nonResourceAttributes` say? `status.allowed`, `status.reason`;
- * - SelfSubjectAccessReview (`kubectl auth can-i`): the same for the user who asks.
+ * - SelfSubjectAccessReview (`kubectl auth can-i`): the same for the user who asks;
+ * - SelfSubjectRulesReview (`kubectl auth can-i --list`): the rules the asker holds in a namespace.
  */
 export async function review(
   t: ResourceType,
   body: unknown,
   user: RequestUser,
   authenticator: Authenticator,
+  authorizer: AuthorizationChain,
   kinds: KindIndex,
   fieldValidation: FieldValidation,
 ): Promise<{ object: KubeObject; warnings: string[] }> {
@@ -61,13 +64,24 @@ export async function review(
         groups,
         ...(spec.uid ? { uid: String(spec.uid) } : {}),
       };
-      object.status = accessStatus(subject, spec);
+      object.status = accessStatus(authorizer, subject, spec);
       return { object, warnings };
     }
     case 'SelfSubjectAccessReview': {
       const spec: Record<string, any> = object.spec ?? {};
       checkAttributes(spec);
-      object.status = accessStatus(user, spec);
+      object.status = accessStatus(authorizer, user, spec);
+      return { object, warnings };
+    }
+    case 'SelfSubjectRulesReview': {
+      const spec: Record<string, any> = object.spec ?? {};
+      const rules = authorizer.rulesFor(user, typeof spec.namespace === 'string' ? spec.namespace : '');
+      object.status = {
+        resourceRules: rules.resourceRules,
+        nonResourceRules: rules.nonResourceRules,
+        incomplete: rules.incomplete,
+        ...(rules.evaluationError ? { evaluationError: rules.evaluationError } : {}),
+      };
       return { object, warnings };
     }
     default:
@@ -85,9 +99,13 @@ function checkAttributes(spec: Record<string, any>): void {
 }
 
 /** authorization/v1 SubjectAccessReviewStatus (`denied` left out, as Go's omitempty does when false). */
-function accessStatus(user: RequestUser, spec: ReviewAttributes): Record<string, unknown> {
-  const { allowed, reason } = decideAccess(user, spec);
-  return { allowed, ...(reason ? { reason } : {}) };
+function accessStatus(
+  authorizer: AuthorizationChain,
+  user: RequestUser,
+  spec: ReviewAttributes,
+): Record<string, unknown> {
+  const { allowed, denied, reason } = decideAccess(authorizer, user, spec);
+  return { allowed, ...(denied ? { denied } : {}), ...(reason ? { reason } : {}) };
 }
 
 /** authentication/v1 UserInfo (empty fields left out, as Go's omitempty does). */

@@ -3,7 +3,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { type Clock, hardenHttpServer, type Logger } from '@nodelet/kernel';
-import { authorize, type Authenticator } from './authentication.js';
+import type { Authenticator } from './authentication.js';
+import type { AuthorizationResult, RequestAttributes } from '../authorization/attributes.js';
+import { forbiddenError, type AuthorizationChain } from '../authorization/chain.js';
+import { decodePathSegment, requestAttributes } from '../authorization/request-info.js';
 import type { TokenRequestContext } from '../serviceaccount/token-request.js';
 import {
   aggregatedDiscovery,
@@ -30,8 +33,12 @@ import { resolveResource, serveResource, type ServeContext } from './resource-ha
 import type { RequestUser } from './resource-type.js';
 import { send } from './responses.js';
 import type { Auditor, RequestAudit } from '../audit/request-audit.js';
-import { requestAttributes } from '../authorization/request-info.js';
-import { ApiError, badRequest, internalError, type Status } from './status.js';
+import { ApiError, internalError, type Status } from './status.js';
+import { isLongRunning } from './filters/long-running.js';
+import { defaultInFlightLimits, type InFlightLimits, MaxInFlight } from './filters/max-inflight.js';
+import { defaultRequestTimeoutMs, startRequestTimeout } from './filters/request-timeout.js';
+import { maxHeaderBytes, parseRequestTarget } from './filters/request-target.js';
+import { slowClientTimeouts, type SlowClientTimeouts } from './filters/slow-clients.js';
 
 export type { PodLogOptions, PodLogProvider } from './pod-logs.js';
 
@@ -67,6 +74,8 @@ export interface ApiServerOptions {
   /** Serves metrics.k8s.io from these scrapes when given. */
   resourceMetrics?: ResourceMetrics;
   authenticator: Authenticator;
+  /** Decides every request after authentication (`Node,RBAC` by default; control-plane.ts builds it). */
+  authorizer: AuthorizationChain;
   /** Serves `serviceaccounts/<name>/token` (TokenRequest) when given. */
   tokenRequests?: TokenRequestContext;
   /** Largest accepted request body (upstream: 3 MiB). */
@@ -75,6 +84,14 @@ export interface ApiServerOptions {
   minWatchTimeoutMs?: number;
   /** The audit log's view of requests, when auditing is on. */
   auditor?: Auditor;
+  /** Requests that are not long-running are answered 504 after this long (upstream: 60 s; 0: never). */
+  requestTimeoutMs?: number;
+  /** Read-only and mutating requests served at once (upstream: 400 and 200; 0: no limit). */
+  inFlight?: Partial<InFlightLimits>;
+  /** A watch whose client leaves more than this unread is ended (default 32 MiB). */
+  maxWatchBufferBytes?: number;
+  /** How long a client may take to send its headers, and its whole request (see slow-clients.ts). */
+  slowClients?: Partial<SlowClientTimeouts>;
 }
 
 export class ApiServer {
@@ -83,16 +100,20 @@ export class ApiServer {
   private readonly sockets = new Set<Socket>();
   private address = '127.0.0.1:0';
   private readonly context: ServeContext;
+  private readonly inFlight: MaxInFlight;
 
   constructor(private readonly options: ApiServerOptions) {
+    this.inFlight = new MaxInFlight({ ...defaultInFlightLimits, ...options.inFlight });
     this.context = {
       registry: options.registry,
       clock: options.clock,
       maxBodyBytes: options.maxBodyBytes ?? 3 * 1024 * 1024,
       logProviders: options.logProviders,
       minWatchTimeoutMs: options.minWatchTimeoutMs,
+      maxWatchBufferBytes: options.maxWatchBufferBytes ?? 32 * 1024 * 1024,
       watches: this.watches,
       authenticator: options.authenticator,
+      authorizer: options.authorizer,
       tokenRequests: options.tokenRequests,
       kubelets: options.kubelets,
     };
@@ -100,11 +121,22 @@ export class ApiServer {
 
   async listen(port: number, host: string): Promise<AddressInfo> {
     const { tls } = this.options;
+    const timeouts = slowClientTimeouts(this.options.slowClients, this.requestTimeoutMs);
     const server = createServer(
-      { key: tls.key, cert: tls.cert, ca: tls.ca, requestCert: true, rejectUnauthorized: false },
+      {
+        key: tls.key,
+        cert: tls.cert,
+        ca: tls.ca,
+        requestCert: true,
+        rejectUnauthorized: false,
+        maxHeaderSize: maxHeaderBytes,
+        connectionsCheckingInterval: timeouts.checkIntervalMs,
+      },
       (req, res) => void this.handle(req, res),
     );
     hardenHttpServer(server);
+    server.headersTimeout = timeouts.headersMs;
+    server.requestTimeout = timeouts.requestMs;
     server.on(
       'upgrade',
       (req: IncomingMessage, socket: Duplex, head: Buffer) => void this.upgrade(req, socket, head),
@@ -151,29 +183,59 @@ export class ApiServer {
     });
   }
 
+  private get requestTimeoutMs(): number {
+    return this.options.requestTimeoutMs ?? defaultRequestTimeoutMs;
+  }
+
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     let audit: RequestAudit | undefined;
-    // Prefixed, not resolved against a base: a target of `//x` would be read as the host `x`.
-    const target = req.url ?? '/';
-    const url = new URL(`https://localhost${target.startsWith('/') ? '' : '/'}${target}`);
+    let release: (() => void) | undefined;
     try {
-      const user = await this.authenticate(req, url, res);
-      audit = this.options.auditor?.begin(req, res, requestAttributes(user, req.method ?? 'GET', url));
-      authorize(user, req.method ?? 'GET', url.pathname.replace(/\/+$/, '') || '/');
+      const url = parseRequestTarget(req.url);
+      const longRunning = isLongRunning(url);
+      if (!longRunning) startRequestTimeout(this.options.clock, this.requestTimeoutMs, res);
+      const { user } = await this.authenticateAndAuthorize(
+        req,
+        url,
+        (attributes) => (audit = this.options.auditor?.begin(req, res, attributes)),
+        res,
+      );
+      if (!longRunning) release = this.inFlight.admit(req.method ?? 'GET', user.groups);
       await this.route(req, res, url, user);
     } catch (err) {
       this.fail(res, err, audit);
+    } finally {
+      // A request counts until its handler is done and its answer is out (or its client gone).
+      if (release && (res.writableFinished || res.destroyed)) release();
+      else if (release) res.once('close', release);
     }
   }
 
-  /** The request's user; refused credentials are audited (they never reach the audit of a request). */
-  private async authenticate(req: IncomingMessage, url: URL, res?: ServerResponse): Promise<RequestUser> {
+  /**
+   * Who asks (authentication.ts) and whether they may (the authorization chain, on the request's
+   * attributes: request-info.ts). The audit log hears of both: refused credentials, and through
+   * `startAudit` (which begins the request's audit) the decision and its reason. Throws the 401 or 403
+   * to send.
+   */
+  private async authenticateAndAuthorize(
+    req: IncomingMessage,
+    url: URL,
+    startAudit: (attributes: RequestAttributes) => RequestAudit | undefined,
+    res?: ServerResponse,
+  ): Promise<{ user: RequestUser; attributes: RequestAttributes; decision: AuthorizationResult }> {
+    let user: RequestUser;
     try {
-      return await this.options.authenticator.authenticate(req);
+      user = await this.options.authenticator.authenticate(req);
     } catch (err) {
       this.options.auditor?.failedAuthentication(req, res, url);
       throw err;
     }
+    const attributes = requestAttributes(user, req.method ?? 'GET', url);
+    const audit = startAudit(attributes);
+    const decision = this.options.authorizer.authorize(attributes);
+    audit?.authorized(decision.decision === 'allow' ? 'allow' : 'forbid', decision.reason);
+    if (decision.decision !== 'allow') throw forbiddenError(attributes, decision.reason);
+    return { user, attributes, decision };
   }
 
   private fail(res: ServerResponse, err: unknown, audit?: RequestAudit): void {
@@ -185,12 +247,17 @@ export class ApiServer {
       });
       status = internalError(err instanceof Error ? err.message : String(err)).toStatus();
     }
+    // Already answered (the request timed out while the handler ran): nothing more to say.
+    if (res.writableEnded) return;
     if (res.headersSent) {
       // Failed after the answer began: the audit log's Panic stage.
       audit?.panicked(status.message ?? 'the response failed after it started');
       res.destroy();
       return;
     }
+    // As upstream's error writer: a Status that says when to retry says it in Retry-After too.
+    const retryAfter = status.details?.retryAfterSeconds;
+    if (retryAfter) res.setHeader('retry-after', String(retryAfter));
     send(res, status.code, status);
   }
 
@@ -251,7 +318,7 @@ export class ApiServer {
         .end(doc);
       return;
     }
-    const segments = path.split('/').filter(Boolean).map(decodeSegment);
+    const segments = path.split('/').filter(Boolean).map(decodePathSegment);
     if (segments[0] === 'apis' && segments[1] === metricsGroup && this.options.resourceMetrics) {
       const m = this.options.resourceMetrics;
       return serveMetrics(registry.store, m, method, res, segments.slice(2), url.searchParams);
@@ -300,20 +367,25 @@ export class ApiServer {
   /** `pods/exec|attach|portforward` upgrade requests: authenticated, checked, then carried to the kubelet. */
   private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     socket.on('error', () => socket.destroy());
-    const target = req.url ?? '/';
-    const url = new URL(`https://localhost${target.startsWith('/') ? '' : '/'}${target}`);
     let audit: RequestAudit | undefined;
     try {
-      const user = await this.authenticate(req, url);
-      audit = this.options.auditor?.beginUpgrade(req, requestAttributes(user, req.method ?? 'GET', url));
+      const url = parseRequestTarget(req.url);
+      await this.authenticateAndAuthorize(
+        req,
+        url,
+        (attributes) => (audit = this.options.auditor?.beginUpgrade(req, attributes)),
+      );
       const path = url.pathname.replace(/\/+$/, '');
-      authorize(user, req.method ?? 'GET', path);
       const m = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/(exec|attach|portforward)$/.exec(path);
       if (!m) throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
       const kubelets = this.options.kubelets;
       if (!kubelets) throw new ApiError(503, 'ServiceUnavailable', 'this API server has no kubelet client');
       const { registry } = this.options;
-      const pod = registry.get(registry.byStorage('pods'), decodeSegment(m[1]!), decodeSegment(m[2]!));
+      const pod = registry.get(
+        registry.byStorage('pods'),
+        decodePathSegment(m[1]!),
+        decodePathSegment(m[2]!),
+      );
       const kubeletPath = streamPath(pod, m[3] as StreamSubresource, url.searchParams);
       const endpoint = podKubelet(registry, pod);
       // The kubelet's answer (101, or an error) starts the response; the connection's end completes it.
@@ -354,14 +426,5 @@ export class ApiServer {
       );
     }
     res.writeHead(200, { 'content-type': 'application/json' }).end(this.options.openapi.v2);
-  }
-}
-
-/** One path segment, percent-decoded; a malformed escape (`%ZZ`) is the client's error, not ours. */
-function decodeSegment(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    throw badRequest(`the request path has a malformed percent-encoding in "${segment}"`);
   }
 }

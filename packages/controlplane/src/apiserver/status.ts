@@ -17,6 +17,7 @@ export type StatusReason =
   | 'Gone'
   | 'Expired'
   | 'RequestEntityTooLarge'
+  | 'RequestURITooLong'
   | 'UnsupportedMediaType'
   | 'Invalid'
   | 'TooManyRequests'

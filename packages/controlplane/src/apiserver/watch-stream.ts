@@ -62,16 +62,28 @@ export function serveWatch(
       line = `{"type":"${type}","object":${JSON.stringify(object)}}\n`;
     }
     // Events of one turn of the event loop go out in one write (one TLS record run, one syscall).
-    pending.push(typeof line === 'string' ? Buffer.from(line) : line);
+    const bytes = typeof line === 'string' ? Buffer.from(line) : line;
+    pending.push(bytes);
+    pendingBytes += bytes.length;
+    if (pendingBytes + res.writableLength > ctx.maxWatchBufferBytes) return cutOff();
     if (pending.length === 1) setImmediate(flush);
   };
   const pending: Buffer[] = [];
+  let pendingBytes = 0;
   const flush = () => {
     if (ended || pending.length === 0) return;
     res.write(pending.length === 1 ? pending[0]! : Buffer.concat(pending));
     pending.length = 0;
-    // A consumer that stops reading is cut off; it resumes from its last resourceVersion.
-    if (res.writableLength > 32 * 1024 * 1024) finish();
+    pendingBytes = 0;
+  };
+  // A consumer that stops reading is cut off, its unread events dropped with the connection (ending the
+  // stream politely would keep them buffered for a reader that may never come); it resumes from its
+  // last resourceVersion, as from upstream's watch cache when it drops a watcher that does not keep up.
+  const cutOff = () => {
+    pending.length = 0;
+    pendingBytes = 0;
+    finish();
+    res.destroy();
   };
   const timeoutSeconds = intParam(q, 'timeoutSeconds');
   const minMs = ctx.minWatchTimeoutMs ?? 30 * 60_000;

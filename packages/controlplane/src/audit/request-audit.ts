@@ -75,7 +75,12 @@ export class Auditor {
    * ResponseStarted event with its 401, at the level the policy gives a request of no user.
    */
   failedAuthentication(req: IncomingMessage, res: ServerResponse | undefined, url: URL): void {
-    const attrs = requestAttributes({ name: '', groups: [] }, req.method ?? 'GET', url);
+    let attrs: RequestAttributes;
+    try {
+      attrs = requestAttributes({ name: '', groups: [] }, req.method ?? 'GET', url);
+    } catch {
+      return; // a path that cannot be read (a malformed escape) is refused as such, not audited
+    }
     const config = evaluatePolicy(this.options.policy, attrs);
     if (config.level === 'None') return;
     const audit = new RequestAudit(this.options, config, req, attrs);

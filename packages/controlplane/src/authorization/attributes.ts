@@ -19,6 +19,8 @@ export interface RequestAttributes {
   subresource: string;
   namespace: string;
   name: string;
+  /** The raw `fieldSelector` of a list or watch (the Node authorizer lets a node list its own pods). */
+  fieldSelector?: string;
 }
 
 /** Upstream's three answers: allow, deny (stop the chain), or no opinion (ask the next authorizer). */
@@ -37,4 +39,29 @@ export interface AuthorizationResult {
 export interface Authorizer {
   readonly name: string;
   authorize(attrs: RequestAttributes): AuthorizationResult;
+}
+
+/** authorization/v1 ResourceRule and NonResourceRule, as SelfSubjectRulesReview lists them. */
+export interface ResourceRuleInfo {
+  verbs: string[];
+  apiGroups?: string[];
+  resources?: string[];
+  resourceNames?: string[];
+}
+export interface NonResourceRuleInfo {
+  verbs: string[];
+  nonResourceURLs?: string[];
+}
+
+/** What a user may do in a namespace (upstream's authorizer.RuleResolver), for `kubectl auth can-i --list`. */
+export interface RulesForUser {
+  resourceRules: ResourceRuleInfo[];
+  nonResourceRules: NonResourceRuleInfo[];
+  /** The list may leave out what the authorizer allows (the Node authorizer cannot enumerate). */
+  incomplete: boolean;
+  evaluationError?: string;
+}
+
+export interface RuleResolver {
+  rulesFor(user: RequestUser, namespace: string): RulesForUser;
 }

@@ -9,6 +9,7 @@ import {
   kubeletClientSigner,
   kubeletServingSigner,
 } from '../resources/certificates.js';
+import type { AuthorizationChain } from '../authorization/chain.js';
 import { WorkQueue } from './work-queue.js';
 
 /**
@@ -35,6 +36,9 @@ export class CsrController {
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly ca: KeyPair,
+    /** Asked, as upstream's approver asks a SubjectAccessReview, whether the requestor may have a kubelet
+     * client certificate approved (`create certificatesigningrequests/nodeclient|selfnodeclient`). */
+    private readonly authorizer?: AuthorizationChain,
   ) {
     this.queue = new WorkQueue('csr', (name) => this.sync(name), clock, logger);
   }
@@ -76,7 +80,7 @@ export class CsrController {
           ? await kubeletServingProblem(csr, pem)
           : undefined;
     if (!decided('Approved')) {
-      const rule = problem ? undefined : autoApprovalRule(csr);
+      const rule = problem ? undefined : autoApprovalRule(csr, this.authorizer);
       if (rule) this.approve(csr, rule);
       return; // the approval's own write brings the request back here to be signed
     }
@@ -213,18 +217,38 @@ async function kubeletServingProblem(csr: KubeObject, pem: string): Promise<stri
   return undefined;
 }
 
-/** Which auto-approval rule covers the requestor, if any. */
-function autoApprovalRule(csr: KubeObject): ApprovalRule | undefined {
+/**
+ * Which auto-approval rule covers the requestor, if any: a node's own renewal (selfnodeclient) or a
+ * bootstrap request (nodeclient), each only when the authorizer lets the requestor `create` that
+ * subresource of certificatesigningrequests, as upstream's sarapprove does.
+ */
+function autoApprovalRule(csr: KubeObject, authorizer?: AuthorizationChain): ApprovalRule | undefined {
   const groups = (csr.spec?.groups ?? []) as string[];
-  if (csr.spec?.signerName === kubeletServingSigner) {
-    const pem = Buffer.from(String(csr.spec?.request ?? ''), 'base64').toString('utf8');
-    const own = groups.includes('system:nodes') && csr.spec?.username === parseCsr(pem).commonName;
-    return own ? 'selfnodeserving' : undefined;
-  }
-  if (csr.spec?.signerName !== kubeletClientSigner) return undefined;
-  if (groups.includes(bootstrappersGroup)) return 'nodeclient';
   const pem = Buffer.from(String(csr.spec?.request ?? ''), 'base64').toString('utf8');
-  if (groups.includes('system:nodes') && csr.spec?.username === parseCsr(pem).commonName)
-    return 'selfnodeclient';
-  return undefined;
+  const self = groups.includes('system:nodes') && csr.spec?.username === parseCsr(pem).commonName;
+  if (csr.spec?.signerName === kubeletServingSigner) return self ? 'selfnodeserving' : undefined;
+  if (csr.spec?.signerName !== kubeletClientSigner) return undefined;
+  const candidates: ApprovalRule[] = self ? ['selfnodeclient', 'nodeclient'] : ['nodeclient'];
+  if (!authorizer)
+    return groups.includes(bootstrappersGroup) ? 'nodeclient' : self ? 'selfnodeclient' : undefined;
+  const user = {
+    name: String(csr.spec?.username ?? ''),
+    groups,
+    ...(csr.spec?.uid ? { uid: String(csr.spec.uid) } : {}),
+  };
+  return candidates.find(
+    (rule) =>
+      authorizer.authorize({
+        user,
+        verb: 'create',
+        resourceRequest: true,
+        path: '',
+        apiGroup: 'certificates.k8s.io',
+        apiVersion: '*',
+        resource: 'certificatesigningrequests',
+        subresource: rule,
+        namespace: '',
+        name: '',
+      }).decision === 'allow',
+  );
 }

@@ -31,3 +31,9 @@ export const selfSubjectAccessReviews = review(
   'selfsubjectaccessreviews',
   'V1SelfSubjectAccessReview',
 );
+/** What may I do in a namespace? — `kubectl auth can-i --list`. */
+export const selfSubjectRulesReviews = review(
+  'SelfSubjectRulesReview',
+  'selfsubjectrulesreviews',
+  'V1SelfSubjectRulesReview',
+);

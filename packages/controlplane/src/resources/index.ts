@@ -1,7 +1,7 @@
 import type { ResourceType } from '../apiserver/resource-type.js';
 import type { ServiceAllocator } from './allocators.js';
 import { selfSubjectReviews, tokenReviews } from './authentication.js';
-import { selfSubjectAccessReviews, subjectAccessReviews } from './authorization.js';
+import { selfSubjectAccessReviews, selfSubjectRulesReviews, subjectAccessReviews } from './authorization.js';
 import { certificateSigningRequests } from './certificates.js';
 import { pods } from './pods.js';
 import { clusterRoleBindings, clusterRoles, roleBindings, roles } from './rbac.js';
@@ -33,6 +33,7 @@ export function servedResources(allocator: ServiceAllocator): ResourceType[] {
     selfSubjectReviews,
     subjectAccessReviews,
     selfSubjectAccessReviews,
+    selfSubjectRulesReviews,
     clusterRoles,
     clusterRoleBindings,
     roles,

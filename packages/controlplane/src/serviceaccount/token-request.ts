@@ -2,7 +2,10 @@ import { fieldInvalid, type FieldError } from '@nodelet/api';
 import type { Clock } from '@nodelet/kernel';
 import { isObject, rfc3339, type KubeObject } from '../object.js';
 import { decodeObject, type FieldValidation, type KindIndex } from '../apiserver/decode.js';
-import { badRequest, conflict, invalid, notFound } from '../apiserver/status.js';
+import { ApiError, badRequest, conflict, forbidden, invalid, notFound } from '../apiserver/status.js';
+import type { RequestUser } from '../apiserver/resource-type.js';
+import { nodeTokenRefusal } from '../admission/node-restriction.js';
+import { nodeIdentity } from '../authorization/node-authorizer.js';
 import { authenticationGroup, tokenRequests } from '../resources/authentication.js';
 import type { RevisionStore } from '../storage/revision-store.js';
 import { warnOnlyBoundTokenExpirationSeconds } from '../admission/service-account.js';
@@ -43,6 +46,7 @@ export async function requestToken(
   name: string,
   body: unknown,
   fieldValidation: FieldValidation,
+  user?: RequestUser,
 ): Promise<{ object: KubeObject; warnings: string[] }> {
   const { object: req, warnings } = decodeObject(body, tokenRequests, fieldValidation, ctx.kinds);
   const meta = req.metadata;
@@ -99,6 +103,13 @@ export async function requestToken(
     );
   if (errors.length > 0) throw invalid('TokenRequest', authenticationGroup, '', errors);
 
+  const node = user && nodeIdentity(user);
+  if (node) {
+    // NodeRestriction: a kubelet asks tokens only for the pods it runs.
+    const refusal = nodeTokenRefusal(node, spec.boundObjectRef ?? undefined, namespace, ctx.store);
+    if (refusal?.status === 404) throw new ApiError(404, 'NotFound', refusal.message);
+    if (refusal) throw forbidden({ group: '', resource: 'serviceaccounts' }, name, refusal.message);
+  }
   const binding = spec.boundObjectRef ? bind(ctx, namespace, name, spec.boundObjectRef) : {};
   let expirationSeconds: number = spec.expirationSeconds;
   let warnAfterSeconds: number | undefined;
