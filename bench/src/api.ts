@@ -185,6 +185,7 @@ async function load(req: LoadRequest): Promise<LoadResult> {
   };
   await Promise.all(Array.from({ length: req.concurrency }, worker));
   const createsMs = performance.now() - start;
+  if (req.watchers === 0) allDone(); // nobody to wait for
   const deadline = setTimeout(() => allDone(), 120_000);
   await allReceived;
   clearTimeout(deadline);

@@ -42,7 +42,7 @@ export function apiGroupMatches(rule: PolicyRule, group: string): boolean {
 
 /**
  * `combined` is `resource` or `resource/subresource`; a rule's `*` matches any resource and subresource,
- * `*∕sub` matches that subresource of any resource.
+ * and a star, a slash and a subresource ("*" + "/scale") match that subresource of any resource.
  */
 export function resourceMatches(rule: PolicyRule, combined: string, subresource: string): boolean {
   for (const r of rule.resources ?? []) {
