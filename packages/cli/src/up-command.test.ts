@@ -1,11 +1,13 @@
 import test from 'ava';
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import {
   chmodSync,
   existsSync,
   lstatSync,
   mkdtempSync,
   readdirSync,
+  readFileSync,
   rmSync,
   statSync,
   writeFileSync,
@@ -184,15 +186,41 @@ kubectlTest(
   },
 );
 
-test('nodelet up in a 0755 directory keeps its data dir to its owner', async (t) => {
+test('nodelet up in a 0755 directory keeps its data dir to its owner, Secrets encrypted, requests audited', async (t) => {
   t.timeout(60_000);
   const parent = mkdtempSync(join(tmpdir(), 'nodelet-up-perm-'));
   chmodSync(parent, 0o755);
   const dataDir = join(parent, 'data');
   const node = 'perm-node';
+  const encryption = join(parent, 'encryption.yaml');
+  writeFileSync(
+    encryption,
+    'apiVersion: apiserver.config.k8s.io/v1\nkind: EncryptionConfiguration\nresources:\n' +
+      `  - resources: [secrets]\n    providers:\n      - aesgcm: {keys: [{name: k1, secret: "${randomBytes(32).toString('base64')}"}]}\n`,
+  );
+  const policy = join(parent, 'audit-policy.yaml');
+  writeFileSync(policy, 'apiVersion: audit.k8s.io/v1\nkind: Policy\nrules:\n  - level: Metadata\n');
+  const auditLog = join(parent, 'audit', 'audit.log');
   let started: Up | undefined;
   try {
-    started = await up(dataDir, ['--hostname-override', node]);
+    started = await up(dataDir, [
+      '--hostname-override',
+      node,
+      '--encryption-provider-config',
+      encryption,
+      '--audit-policy-file',
+      policy,
+      '--audit-log-path',
+      auditLog,
+    ]);
+    // The kubelet's requests are in the audit log under its node identity.
+    await pollUntil(
+      'the kubelet in the audit log',
+      async () =>
+        readFileSync(auditLog, 'utf8').includes(`"username":"system:node:${node}"`) ? true : undefined,
+      { timeoutMs: 20_000 },
+    );
+    t.is(statSync(auditLog).mode & 0o777, 0o600);
     // The kubelet's own trees keep the modes pod volumes need (see the controlplane's data-dir.ts);
     // their roots, and everything else, are the owner's alone.
     const kubeletTrees = [join(dataDir, 'nodes', node, 'kubelet'), join(dataDir, 'nodes', node, 'pods')];
@@ -210,6 +238,19 @@ test('nodelet up in a 0755 directory keeps its data dir to its owner', async (t)
       t.true(existsSync(join(dataDir, file)), file);
     started.child.kill('SIGTERM');
     t.is(await started.exited, 0);
+    // The bootstrap token's Secret is encrypted in state.db: its secret part is nowhere in the raw bytes.
+    const token = /token: ([a-z0-9]{6})\.([a-z0-9]{16})/.exec(
+      readFileSync(join(dataDir, 'bootstrap-kubeconfig'), 'utf8'),
+    )!;
+    const raw = Buffer.concat(
+      ['state.db', 'state.db-wal']
+        .filter((f) => existsSync(join(dataDir, f)))
+        .map((f) => readFileSync(join(dataDir, f))),
+    );
+    t.false(raw.includes(token[2]!));
+    t.false(raw.includes(Buffer.from(token[2]!).toString('base64')));
+    for (const line of readFileSync(auditLog, 'utf8').trim().split('\n'))
+      t.is(JSON.parse(line).kind, 'Event');
   } finally {
     if (started?.child.exitCode === null) started.child.kill('SIGKILL');
     rmSync(parent, { recursive: true, force: true });
@@ -229,6 +270,9 @@ test('nodelet up refuses bad flags with one line that names the flag', async (t)
     parseUpArgs(['--encryption-provider-config', 'enc.yaml']).flags.encryptionProviderConfig,
     join(process.cwd(), 'enc.yaml'),
   );
+  const audit = parseUpArgs(['--audit-log-path', '-', '--audit-policy-file', 'policy.yaml']).flags;
+  t.is(audit.auditLogPath, '-');
+  t.is(audit.auditPolicyFile, join(process.cwd(), 'policy.yaml'));
   t.throws(() => parseUpArgs(['--address', 'not-an-ip']), {
     message: /^flag --address must be an IP address of this machine .*, got "not-an-ip"$/,
   });

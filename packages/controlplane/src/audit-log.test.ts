@@ -71,6 +71,14 @@ test('the audit log follows its policy, in the schema of audit.k8s.io/v1 Events'
     t.is(watch.status, 200);
     const anonymous = await apiRequest(c.cp, {}, 'GET', '/version');
     t.is(anonymous.status, 200);
+    // A user RBAC grants nothing: refused by the authorizer (403).
+    await c.cp.userKubeconfig('mallory');
+    const pki = join(c.dataDir, 'pki', 'users');
+    const mallory = {
+      cert: await readFile(join(pki, 'mallory.crt'), 'utf8'),
+      key: await readFile(join(pki, 'mallory.key'), 'utf8'),
+    };
+    t.is((await apiRequest(c.cp, mallory, 'GET', '/api/v1/namespaces/default/secrets/db')).status, 403);
     const refused = await apiRequest(
       c.cp,
       { headers: { authorization: 'Bearer not-a-token' } },
@@ -130,6 +138,13 @@ test('the audit log follows its policy, in the schema of audit.k8s.io/v1 Events'
       lines.filter((l) => l.auditID === cmCreate.auditID).map((l) => l.stage),
       ['RequestReceived', 'ResponseComplete'],
     );
+
+    t.is(cmCreate.annotations!['authorization.k8s.io/decision'], 'allow');
+    const forbidden = lines.filter((l) => l.user.username === 'mallory' && l.stage === 'ResponseComplete');
+    t.is(forbidden.length, 1);
+    t.is(forbidden[0]!.responseStatus!.code, 403);
+    t.is(forbidden[0]!.annotations!['authorization.k8s.io/decision'], 'forbid');
+    t.is(typeof forbidden[0]!.annotations!['authorization.k8s.io/reason'], 'string');
 
     const secretCreate = complete('create', '/api/v1/namespaces/default/secrets');
     t.is(secretCreate.level, 'Metadata');

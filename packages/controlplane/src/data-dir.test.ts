@@ -54,13 +54,18 @@ test('what an older version left readable is tightened at start, with one log li
     await chmod(join(dataDir, file), 0o644);
   for (const dir of ['pki', 'users', 'nodes', 'nodes/node-a']) await chmod(join(dataDir, dir), 0o755);
   await chmod(join(dataDir, 'nodes/node-a/kubeconfig'), 0o644);
+  // What nodelet up keeps per node: its kubelet's root and pod logs, and the client CA.
+  for (const dir of ['kubelet', 'pods']) await mkdir(join(dataDir, 'nodes/node-a', dir), { mode: 0o755 });
+  await writeFile(join(dataDir, 'nodes/node-a/client-ca.crt'), 'ca', { mode: 0o644 });
+  // Below the kubelet's root, modes are the kubelet's (pod volumes): left as they are.
+  await mkdir(join(dataDir, 'nodes/node-a/kubelet/pods'), { mode: 0o750 });
   await mkdir(join(dataDir, 'pki', 'old'), { mode: 0o755 });
   await writeFile(join(dataDir, 'pki', 'old', 'leftover.key'), 'k', { mode: 0o644 });
   await chmod(join(dataDir, 'pki', 'old', 'leftover.key'), 0o644);
 
   const second = await startCluster({ dataDir });
   try {
-    t.deepEqual(await loosePaths(dataDir), []);
+    t.deepEqual(await loosePaths(dataDir), ['nodes/node-a/kubelet/pods 750']);
     const lines = second.logs.find('tightened permissions');
     t.is(lines.length, 1);
     t.deepEqual([...(lines[0]!.fields.paths as string[])].sort(), [
@@ -68,7 +73,10 @@ test('what an older version left readable is tightened at start, with one log li
       'kubeconfig',
       'nodes',
       'nodes/node-a',
+      'nodes/node-a/client-ca.crt',
       'nodes/node-a/kubeconfig',
+      'nodes/node-a/kubelet',
+      'nodes/node-a/pods',
       'pki',
       'pki/ca.crt',
       'pki/ca.key',

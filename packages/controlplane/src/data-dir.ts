@@ -22,6 +22,8 @@ export const privateFileMode = 0o600;
 /** Paths under the data dir that hold only the control plane's secrets and state, tightened recursively. */
 const ownedTrees = ['pki', 'users'];
 const ownedFiles = ['state.db', 'state.db-wal', 'state.db-shm', 'kubeconfig', 'bootstrap-kubeconfig'];
+/** What `nodelet up` keeps in `nodes/<node>/` besides its kubeconfig: kubelet root, pod logs, client CA. */
+const nodeletUpNodeEntries = ['kubelet', 'pods', 'client-ca.crt'];
 
 /**
  * Makes the data directory (0700) and tightens what the control plane keeps in it. Returns the paths
@@ -37,8 +39,8 @@ export async function securePrivateDataDir(dataDir: string, logger: Logger): Pro
   const nodes = join(dataDir, 'nodes');
   await tighten(nodes);
   for (const node of await listDir(nodes)) {
-    await tighten(join(nodes, node));
-    await tighten(join(nodes, node, 'kubeconfig'));
+    // The node's kubeconfig, and what nodelet up keeps there (see privateNodeDirs): one line for all.
+    for (const entry of ['', 'kubeconfig', ...nodeletUpNodeEntries]) await tighten(join(nodes, node, entry));
   }
   reportTightened(dataDir, tightened, logger);
   return tightened;
@@ -47,7 +49,7 @@ export async function securePrivateDataDir(dataDir: string, logger: Logger): Pro
 /**
  * The directories `nodelet up` gives a node under the data dir: `nodes/<node>/` itself, the kubelet's
  * root dir (`kubelet/`) and its pod logs (`pods/`), made 0700 before the kubelet starts, or tightened
- * when they exist looser (what is below them is the kubelet's: see above). `client-ca.crt` too.
+ * when they exist looser (what is below them is the kubelet's: see above).
  */
 export async function privateNodeDirs(dataDir: string, nodeDir: string, logger: Logger): Promise<void> {
   const tightened: string[] = [];
@@ -55,7 +57,6 @@ export async function privateNodeDirs(dataDir: string, nodeDir: string, logger: 
     await mkdir(dir, { recursive: true, mode: privateDirMode });
     await tightenTree(dir, false, tightened);
   }
-  await tightenTree(join(nodeDir, 'client-ca.crt'), false, tightened);
   reportTightened(dataDir, tightened, logger);
 }
 

@@ -4,7 +4,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EncryptionConfig } from './storage/encryption-config.js';
-import { storageKey } from './storage/revision-store.js';
+import { storageKey } from './storage/stored-values.js';
 import { startCluster, type TestCluster } from './test-helpers.js';
 
 // Secrets encrypted in state.db with an EncryptionConfiguration, as kube-apiserver's

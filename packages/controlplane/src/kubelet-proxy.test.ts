@@ -1,11 +1,13 @@
 import { request as httpsRequest } from 'node:https';
 import type { IncomingMessage } from 'node:http';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
 import test from 'ava';
 import WebSocket from 'ws';
 import { startKubeletStub, type KubeletStub } from './test-kubelet-stub.js';
-import { startCluster, type TestCluster } from './test-helpers.js';
+import { startCluster, waitFor, type TestCluster } from './test-helpers.js';
 
 /**
  * The API server reaches kubelets for pods/log, nodes/proxy and the upgraded exec/attach/portforward
@@ -14,8 +16,15 @@ import { startCluster, type TestCluster } from './test-helpers.js';
 let c: TestCluster;
 let kubelet: KubeletStub;
 
+// Every request is audited at Metadata: exec and port-forward are upgrades the audit log follows too.
+let auditDir: string;
+const auditLog = () => join(auditDir, 'audit.log');
+
 test.before(async () => {
-  c = await startCluster();
+  auditDir = await mkdtemp(join(tmpdir(), 'nodelet-kubelet-proxy-audit-'));
+  const policyFile = join(auditDir, 'policy.yaml');
+  await writeFile(policyFile, 'apiVersion: audit.k8s.io/v1\nkind: Policy\nrules: [{level: Metadata}]\n');
+  c = await startCluster({ audit: { path: auditLog(), policyFile } });
   kubelet = await startKubeletStub(join(c.dataDir, 'pki'));
   const node = await c.api('POST', '/api/v1/nodes', { metadata: { name: 'node-1' } });
   if (node.status !== 201) throw new Error(`node not created: ${node.text}`);
@@ -50,6 +59,7 @@ test.before(async () => {
 test.after.always(async () => {
   await kubelet?.close();
   await c?.destroy();
+  await rm(auditDir, { recursive: true, force: true });
 });
 
 test.serial('pods/log reaches the kubelet with the API server client certificate', async (t) => {
@@ -120,6 +130,29 @@ test.serial('pods/exec over WebSocket is carried both ways with the negotiated s
   // The kubelet's query, as upstream's API server writes it.
   t.deepEqual(messages, ['hello from /exec/default/web/app?command=sh&input=1&output=1', 'ping']);
   socket.close();
+  // The audit log: received, started with the kubelet's 101, complete when the connection ends.
+  const stages = await waitFor(async () => {
+    const lines = (await readFile(auditLog(), 'utf8'))
+      .split('\n')
+      .filter((l) => l.includes('/pods/web/exec?'))
+      .map((l) => JSON.parse(l) as { stage: string; responseStatus?: { code: number }; objectRef: object });
+    return lines.length === 3 ? lines : undefined;
+  }, 'the exec request audited to its end');
+  t.deepEqual(
+    stages.map((l) => [l.stage, l.responseStatus?.code]),
+    [
+      ['RequestReceived', undefined],
+      ['ResponseStarted', 101],
+      ['ResponseComplete', 101],
+    ],
+  );
+  t.deepEqual(stages[0]!.objectRef, {
+    resource: 'pods',
+    namespace: 'default',
+    name: 'web',
+    apiVersion: 'v1',
+    subresource: 'exec',
+  });
 });
 
 test.serial('pods/portforward over another upgrade (SPDY) keeps X-Stream-Protocol-Version', async (t) => {

@@ -189,8 +189,16 @@ export async function proxyUpgrade(
   req: IncomingMessage,
   client: Duplex,
   head: Buffer,
+  /** Told the status code of the kubelet's answer (101 Switching Protocols, or its error). */
+  onStatus?: (code: number) => void,
 ): Promise<void> {
   const upstream = await kubelets.connect(endpoint);
+  if (onStatus) {
+    upstream.once('data', (chunk: Buffer) => {
+      const code = /^HTTP\/1\.[01] (\d{3})/.exec(chunk.subarray(0, 16).toString('latin1'))?.[1];
+      if (code) onStatus(Number(code));
+    });
+  }
   const lines = [`${req.method ?? 'GET'} ${path} HTTP/1.1`, `Host: ${endpoint.host}:${endpoint.port}`];
   for (const [k, v] of Object.entries(req.headers)) {
     if (v === undefined || k === 'host' || k === 'authorization' || k.startsWith('impersonate-')) continue;

@@ -206,7 +206,12 @@ export class ApiServer {
         const timeoutMs = requestTimeoutFor(url, this.requestTimeoutMs);
         startRequestTimeout(this.options.clock, timeoutMs, res);
       }
-      const { user } = await this.authenticateAndAuthorize(req, url, res, (a) => (audit = a));
+      const { user } = await this.authenticateAndAuthorize(
+        req,
+        url,
+        (attributes) => (audit = this.options.auditor?.begin(req, res, attributes)),
+        res,
+      );
       if (!longRunning) release = this.inFlight.admit(req.method ?? 'GET', user.groups);
       await this.route(req, res, url, user);
     } catch (err) {
@@ -220,25 +225,25 @@ export class ApiServer {
 
   /**
    * Who asks (authentication.ts) and whether they may (the authorization chain, on the request's
-   * attributes: request-info.ts); the audit log hears of both when `res` is given. Throws the 401 or 403
+   * attributes: request-info.ts). The audit log hears of both: refused credentials, and through
+   * `startAudit` (which begins the request's audit) the decision and its reason. Throws the 401 or 403
    * to send.
    */
   private async authenticateAndAuthorize(
     req: IncomingMessage,
     url: URL,
+    startAudit: (attributes: RequestAttributes) => RequestAudit | undefined,
     res?: ServerResponse,
-    onAudit?: (audit: RequestAudit | undefined) => void,
   ): Promise<{ user: RequestUser; attributes: RequestAttributes; decision: AuthorizationResult }> {
     let user: RequestUser;
     try {
       user = await this.options.authenticator.authenticate(req);
     } catch (err) {
-      if (res) this.options.auditor?.failedAuthentication(req, res, url);
+      this.options.auditor?.failedAuthentication(req, res, url);
       throw err;
     }
     const attributes = requestAttributes(user, req.method ?? 'GET', url);
-    const audit = res ? this.options.auditor?.begin(req, res, attributes) : undefined;
-    onAudit?.(audit);
+    const audit = startAudit(attributes);
     const decision = this.options.authorizer.authorize(attributes);
     audit?.authorized(decision.decision === 'allow' ? 'allow' : 'forbid', decision.reason);
     if (decision.decision !== 'allow') throw forbiddenError(attributes, decision.reason);
@@ -374,9 +379,14 @@ export class ApiServer {
   /** `pods/exec|attach|portforward` upgrade requests: authenticated, checked, then carried to the kubelet. */
   private async upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     socket.on('error', () => socket.destroy());
+    let audit: RequestAudit | undefined;
     try {
       const url = parseRequestTarget(req.url);
-      await this.authenticateAndAuthorize(req, url);
+      await this.authenticateAndAuthorize(
+        req,
+        url,
+        (attributes) => (audit = this.options.auditor?.beginUpgrade(req, attributes)),
+      );
       const path = url.pathname.replace(/\/+$/, '');
       const m = /^\/api\/v1\/namespaces\/([^/]+)\/pods\/([^/]+)\/(exec|attach|portforward)$/.exec(path);
       if (!m) throw new ApiError(404, 'NotFound', 'the server could not find the requested resource');
@@ -390,12 +400,19 @@ export class ApiServer {
       );
       const kubeletPath = streamPath(pod, m[3] as StreamSubresource, url.searchParams);
       const endpoint = podKubelet(registry, pod);
-      await proxyUpgrade(kubelets, endpoint, kubeletPath, req, socket, head);
+      // The kubelet's answer (101, or an error) starts the response; the connection's end completes it.
+      let code = 502;
+      socket.once('close', () => audit?.finish(code));
+      await proxyUpgrade(kubelets, endpoint, kubeletPath, req, socket, head, (status) => {
+        code = status;
+        audit?.started(status);
+      });
     } catch (err) {
       const status =
         err instanceof ApiError
           ? err.toStatus()
           : internalError(String((err as Error)?.message ?? err)).toStatus();
+      audit?.finish(status.code, status);
       const body = JSON.stringify(status);
       if (!socket.writable) return;
       socket.end(

@@ -144,3 +144,12 @@ export function loggedObject(object: unknown, omitManagedFields: boolean): unkno
   if (Array.isArray(o.items)) out = { ...out, items: o.items.map((i) => loggedObject(i, true)) };
   return out;
 }
+
+/** A body as JSON, or undefined when it is not (YAML, protobuf, a stream). */
+export function parseJson(body: Buffer): unknown {
+  try {
+    return JSON.parse(body.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}

@@ -21,17 +21,18 @@ export class AuditLogWriter {
   private dropped = 0;
   private closed = false;
 
-  private constructor(
+  /** Writes to `out` (a file stream it ends on close when `ownsStream`, or stdout). */
+  constructor(
     private readonly out: Writable,
     private readonly ownsStream: boolean,
     private readonly logger: Logger,
-    private readonly maxPendingBytes: number,
+    private readonly maxPendingBytes = 16 * 1024 * 1024,
   ) {
     out.on('error', (err) => this.logger.error('audit log write failed', { err: String(err) }));
   }
 
   static async open(options: AuditLogWriterOptions): Promise<AuditLogWriter> {
-    const max = options.maxPendingBytes ?? 16 * 1024 * 1024;
+    const max = options.maxPendingBytes;
     if (options.path === '-') return new AuditLogWriter(process.stdout, false, options.logger, max);
     await mkdir(dirname(options.path), { recursive: true });
     const stream = createWriteStream(options.path, { flags: 'a', mode: 0o600 });

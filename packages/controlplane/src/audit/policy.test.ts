@@ -1,39 +1,20 @@
 import test from 'ava';
 import type { RequestAttributes } from '../authorization/attributes.js';
+import { nonResourceRequest, resourceRequest, user } from '../authorization/rbac-fixtures.js';
 import { evaluatePolicy, parsePolicy, type AuditPolicy, type PolicyRule } from './policy.js';
 
-const alice = { name: 'alice', groups: ['dev', 'system:authenticated'] };
+const alice = user('alice', ['dev', 'system:authenticated']);
 
+/** GET of pod web in default by alice, with `overrides`. */
 function resource(overrides: Partial<RequestAttributes> = {}): RequestAttributes {
   return {
-    user: alice,
-    verb: 'get',
-    resourceRequest: true,
+    ...resourceRequest(alice, 'get', 'pods', { namespace: 'default', name: 'web' }),
     path: '/api/v1/namespaces/default/pods/web',
-    apiGroup: '',
-    apiVersion: 'v1',
-    resource: 'pods',
-    subresource: '',
-    namespace: 'default',
-    name: 'web',
     ...overrides,
   };
 }
 
-function nonResource(path: string, verb = 'get'): RequestAttributes {
-  return {
-    user: alice,
-    verb,
-    resourceRequest: false,
-    path,
-    apiGroup: '',
-    apiVersion: '',
-    resource: '',
-    subresource: '',
-    namespace: '',
-    name: '',
-  };
-}
+const nonResource = (path: string, verb = 'get') => nonResourceRequest(alice, verb, path);
 
 const level = (rule: Omit<PolicyRule, 'level'>, attrs: RequestAttributes) =>
   evaluatePolicy({ rules: [{ level: 'Metadata', ...rule }] }, attrs).level;

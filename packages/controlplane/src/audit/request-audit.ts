@@ -8,11 +8,13 @@ import {
   loggedObject,
   microTime,
   objectReference,
+  parseJson,
   responseStatus,
   type AuditEvent,
 } from './event.js';
 import { requestAttributes } from '../authorization/request-info.js';
 import { evaluatePolicy, type AuditPolicy, type AuditStage, type RequestAuditConfig } from './policy.js';
+import { followResponse } from './response-follower.js';
 
 export interface AuditSink {
   write(event: AuditEvent): void;
@@ -20,8 +22,10 @@ export interface AuditSink {
 
 /** Subresources served as long-running streams: their response starts long before it completes. */
 const longRunningSubresources = new Set(['exec', 'attach', 'portforward', 'proxy', 'log']);
-/** A response body larger than this is not copied into a RequestResponse event. */
-const maxLoggedResponseBytes = 4 * 1024 * 1024;
+
+function isLongRunning(attrs: RequestAttributes): boolean {
+  return attrs.verb === 'watch' || longRunningSubresources.has(attrs.subresource);
+}
 
 /**
  * The audit log's view of requests (upstream's WithAudit filter): the policy decides each request's
@@ -43,31 +47,52 @@ export class Auditor {
    * for long-running requests, then ResponseComplete). Undefined when the policy's level is None.
    */
   begin(req: IncomingMessage, res: ServerResponse, attrs: RequestAttributes): RequestAudit | undefined {
-    const config = evaluatePolicy(this.options.policy, attrs);
-    if (config.level === 'None') return undefined;
-    const audit = new RequestAudit(this.options, config, req, res, attrs);
+    const audit = this.start(req, attrs);
+    if (!audit) return undefined;
+    if (!res.headersSent) res.setHeader('Audit-Id', audit.auditID);
+    followResponse(audit, res, isLongRunning(attrs));
     audit.emit('RequestReceived');
     return audit;
+  }
+
+  /**
+   * Starts auditing an upgrade (exec, attach, port-forward): logs RequestReceived; the caller reports
+   * the response's start (`started`) and end (`finish`), as it owns the connection.
+   */
+  beginUpgrade(req: IncomingMessage, attrs: RequestAttributes): RequestAudit | undefined {
+    const audit = this.start(req, attrs);
+    audit?.emit('RequestReceived');
+    return audit;
+  }
+
+  private start(req: IncomingMessage, attrs: RequestAttributes): RequestAudit | undefined {
+    const config = evaluatePolicy(this.options.policy, attrs);
+    return config.level === 'None' ? undefined : new RequestAudit(this.options, config, req, attrs);
   }
 
   /**
    * A request whose credentials were refused (upstream's failed-authentication audit): one
    * ResponseStarted event with its 401, at the level the policy gives a request of no user.
    */
-  failedAuthentication(req: IncomingMessage, res: ServerResponse, url: URL): void {
-    const attrs = requestAttributes({ name: '', groups: [] }, req.method ?? 'GET', url);
+  failedAuthentication(req: IncomingMessage, res: ServerResponse | undefined, url: URL): void {
+    let attrs: RequestAttributes;
+    try {
+      attrs = requestAttributes({ name: '', groups: [] }, req.method ?? 'GET', url);
+    } catch {
+      return; // a path that cannot be read (a malformed escape) is refused as such, not audited
+    }
     const config = evaluatePolicy(this.options.policy, attrs);
     if (config.level === 'None') return;
-    new RequestAudit(this.options, config, req, res, attrs).unauthenticated(attemptedMethods(req));
+    const audit = new RequestAudit(this.options, config, req, attrs);
+    if (res && !res.headersSent) res.setHeader('Audit-Id', audit.auditID);
+    audit.unauthenticated(attemptedMethods(req));
   }
 }
 
+/** One audited request: its event, filled in as the request goes, logged at each stage. */
 export class RequestAudit {
   private readonly event: AuditEvent;
-  private readonly responseChunks: Buffer[] = [];
-  private responseBytes = 0;
   private responseStarted = false;
-  private capturing = false;
   private completed = false;
 
   constructor(
@@ -76,14 +101,11 @@ export class RequestAudit {
       clock: Clock;
       bodyOf: (req: IncomingMessage) => Buffer | undefined;
     },
-    private readonly config: RequestAuditConfig,
+    readonly config: RequestAuditConfig,
     private readonly req: IncomingMessage,
-    private readonly res: ServerResponse,
     attrs: RequestAttributes,
   ) {
     const header = req.headers['audit-id'];
-    const auditID = (typeof header === 'string' && header) || randomUUID();
-    if (!res.headersSent) res.setHeader('Audit-Id', auditID);
     const received = microTime(options.clock.now());
     const objectRef = objectReference(attrs);
     const userAgent = req.headers['user-agent'];
@@ -91,7 +113,7 @@ export class RequestAudit {
       kind: 'Event',
       apiVersion: 'audit.k8s.io/v1',
       level: config.level,
-      auditID,
+      auditID: (typeof header === 'string' && header) || randomUUID(),
       stage: 'RequestReceived',
       requestURI: req.url ?? '/',
       verb: attrs.verb,
@@ -102,8 +124,10 @@ export class RequestAudit {
       requestReceivedTimestamp: received,
       stageTimestamp: received,
     };
-    const longRunning = attrs.verb === 'watch' || longRunningSubresources.has(attrs.subresource);
-    this.follow(longRunning);
+  }
+
+  get auditID(): string {
+    return this.event.auditID;
   }
 
   /** The authorizer's decision and reason, as the `authorization.k8s.io/*` annotations. */
@@ -126,6 +150,34 @@ export class RequestAudit {
     this.emit('ResponseStarted');
   }
 
+  /** The response of a long-running request began (its headers went out): ResponseStarted. */
+  started(code: number): void {
+    if (this.responseStarted || this.completed) return;
+    this.responseStarted = true;
+    this.event.responseStatus = responseStatus(code);
+    this.emit('ResponseStarted');
+  }
+
+  /** The response ended: ResponseComplete, with the objects the level asks for. */
+  finish(code: number, response?: unknown): void {
+    if (this.completed) return;
+    this.completed = true;
+    this.event.responseStatus = responseStatus(code, response);
+    const body = this.options.bodyOf(this.req);
+    const request = body ? parseJson(body) : undefined;
+    // As upstream, the name of the object a create sends completes objectRef at every level.
+    const meta = (request as { metadata?: { name?: unknown } } | undefined)?.metadata;
+    const ref = this.event.objectRef;
+    if (ref && !ref.name && typeof meta?.name === 'string' && meta.name)
+      this.event.objectRef = { ...ref, name: meta.name };
+    const level = this.config.level;
+    if (request !== undefined && (level === 'Request' || level === 'RequestResponse'))
+      this.event.requestObject = loggedObject(request, this.config.omitManagedFields);
+    if (level === 'RequestResponse' && response !== undefined)
+      this.event.responseObject = loggedObject(response, this.config.omitManagedFields);
+    this.emit('ResponseComplete');
+  }
+
   /** Logs the Panic stage: the handler failed without an answer. */
   panicked(message: string): void {
     if (this.completed) return;
@@ -138,84 +190,6 @@ export class RequestAudit {
     if (this.config.omitStages.includes(stage)) return;
     const stageTimestamp = microTime(this.options.clock.now());
     this.options.sink.write(inSchemaOrder({ ...this.event, stage, stageTimestamp }));
-  }
-
-  private follow(longRunning: boolean): void {
-    const res = this.res;
-    const writeHead = res.writeHead.bind(res) as (...args: unknown[]) => ServerResponse;
-    res.writeHead = ((...args: unknown[]) => {
-      const result = writeHead(...args);
-      // The body is kept for a RequestResponse event, and for an error's Status at every level.
-      this.capturing = !longRunning && (this.config.level === 'RequestResponse' || res.statusCode >= 300);
-      if (longRunning && !this.responseStarted) {
-        this.responseStarted = true;
-        this.event.responseStatus = responseStatus(res.statusCode);
-        this.emit('ResponseStarted');
-      }
-      return result;
-    }) as typeof res.writeHead;
-    if (!longRunning) {
-      const write = res.write.bind(res) as (...args: unknown[]) => boolean;
-      const end = res.end.bind(res) as (...args: unknown[]) => ServerResponse;
-      res.write = ((chunk: unknown, ...rest: unknown[]) => {
-        this.capture(chunk);
-        return write(chunk, ...rest);
-      }) as typeof res.write;
-      res.end = ((chunk?: unknown, ...rest: unknown[]) => {
-        if (typeof chunk !== 'function') this.capture(chunk);
-        return end(chunk, ...rest);
-      }) as typeof res.end;
-    }
-    // Also logged when the client goes away first: the request did complete, as far as the server goes.
-    res.once('close', () => this.complete());
-  }
-
-  private capture(chunk: unknown): void {
-    if (!this.capturing || chunk === undefined || chunk === null) return;
-    if (this.responseBytes > maxLoggedResponseBytes) return;
-    const buf = typeof chunk === 'string' ? Buffer.from(chunk) : Buffer.isBuffer(chunk) ? chunk : undefined;
-    if (!buf) return;
-    this.responseBytes += buf.length;
-    this.responseChunks.push(buf);
-  }
-
-  private complete(): void {
-    if (this.completed) return;
-    this.completed = true;
-    const response = this.responseJson();
-    this.event.responseStatus = responseStatus(this.res.statusCode, response);
-    const body = this.options.bodyOf(this.req);
-    const request = body ? parseJson(body) : undefined;
-    // As upstream, the name of the object a create sends completes objectRef at every level.
-    const meta = (request as { metadata?: { name?: unknown } } | undefined)?.metadata;
-    const ref = this.event.objectRef;
-    if (ref && !ref.name && typeof meta?.name === 'string' && meta.name)
-      this.event.objectRef = { ...ref, name: meta.name };
-    if (
-      request !== undefined &&
-      (this.config.level === 'Request' || this.config.level === 'RequestResponse')
-    ) {
-      this.event.requestObject = loggedObject(request, this.config.omitManagedFields);
-    }
-    if (this.config.level === 'RequestResponse' && response !== undefined) {
-      this.event.responseObject = loggedObject(response, this.config.omitManagedFields);
-    }
-    this.emit('ResponseComplete');
-  }
-
-  /** The response body when it is JSON (an error's Status is read at every level). */
-  private responseJson(): unknown {
-    if (this.responseChunks.length === 0 || this.responseBytes > maxLoggedResponseBytes) return undefined;
-    if (!String(this.res.getHeader('content-type') ?? '').includes('json')) return undefined;
-    return parseJson(Buffer.concat(this.responseChunks));
-  }
-}
-
-function parseJson(body: Buffer): unknown {
-  try {
-    return JSON.parse(body.toString('utf8'));
-  } catch {
-    return undefined;
   }
 }
 

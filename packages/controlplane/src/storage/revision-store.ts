@@ -1,6 +1,7 @@
 import Database from 'better-sqlite3';
 import { chmodSync, closeSync, existsSync, openSync } from 'node:fs';
 import type { KubeObject } from '../object.js';
+import { StoredValues } from './stored-values.js';
 import type { StoredValue, ValueTransformer } from './value-transformers.js';
 
 /**
@@ -92,15 +93,14 @@ export class RevisionStore {
   private readonly listeners = new Map<string, Set<StoreListener>>();
   private readonly stmts;
   private readonly onListenerError: (err: unknown) => void;
-  private readonly transformers = new Map<string, ValueTransformer | undefined>();
-  private readonly transformerFor: (resource: string) => ValueTransformer | undefined;
+  private readonly values: StoredValues;
 
   constructor(
     readonly path: string,
     options: RevisionStoreOptions = {},
   ) {
     this.onListenerError = options.onListenerError ?? (() => {});
-    this.transformerFor = options.transformerFor ?? (() => undefined);
+    this.values = new StoredValues(options.transformerFor ?? (() => undefined));
     // Every Secret is in here: the file exists 0600 before SQLite opens it, which then makes its -wal and
     // -shm files with the same mode (the umask is not relied on).
     if (path !== ':memory:') {
@@ -336,8 +336,7 @@ export class RevisionStore {
     object.metadata = { ...object.metadata, resourceVersion: String(rev) };
     const json = JSON.stringify(object);
     this.db.transaction(() => {
-      const value =
-        this.transformer(resource)?.toStorage(json, storageKey(resource, namespace, name)) ?? json;
+      const value = this.values.toStorage(resource, namespace, name, json);
       this.stmts.insertLog.run(rev, resource, namespace, name, opCode[op], prevRev, value);
       if (op === 'delete') this.stmts.deleteLive.run(resource, namespace, name);
       else this.stmts.upsertLive.run(resource, namespace, name, rev);
@@ -369,7 +368,7 @@ export class RevisionStore {
         const p = this.stmts.byRev.get(row.prev_rev) as { value: StoredValue } | undefined;
         if (p) prev = this.decode(resource, row.namespace, row.name, p.value);
       }
-      const json = this.plaintext(resource, row.namespace, row.name, row.value);
+      const json = this.values.fromStorage(resource, row.namespace, row.name, row.value);
       return {
         op,
         resource,
@@ -391,29 +390,11 @@ export class RevisionStore {
   isStale(resource: string, namespace: string, name: string): boolean {
     const row = this.stmts.getLive.get(resource, namespace, name) as { value: StoredValue } | undefined;
     if (!row) return false;
-    const transformer = this.transformer(resource);
-    return transformer ? transformer.isStale(row.value) : typeof row.value !== 'string';
-  }
-
-  private transformer(resource: string): ValueTransformer | undefined {
-    if (!this.transformers.has(resource)) this.transformers.set(resource, this.transformerFor(resource));
-    return this.transformers.get(resource);
-  }
-
-  /** A row's JSON: decrypted when a transformer encrypts the resource (or a value is still encrypted). */
-  private plaintext(resource: string, namespace: string, name: string, value: StoredValue): string {
-    const transformer = this.transformer(resource);
-    if (transformer) return transformer.fromStorage(value, storageKey(resource, namespace, name));
-    if (typeof value !== 'string') {
-      throw new Error(
-        `${storageKey(resource, namespace, name)} is encrypted at rest, but no encryption configuration lists ${resource}`,
-      );
-    }
-    return value;
+    return this.values.isStale(resource, row.value);
   }
 
   private decode(resource: string, namespace: string, name: string, value: StoredValue): KubeObject {
-    return JSON.parse(this.plaintext(resource, namespace, name, value)) as KubeObject;
+    return JSON.parse(this.values.fromStorage(resource, namespace, name, value)) as KubeObject;
   }
 
   private checkRevision(rev: number): void {
@@ -461,9 +442,4 @@ export class RevisionStore {
       }
     }
   }
-}
-
-/** An object's key as etcd holds it (`/registry/secrets/default/db`): what AES-GCM authenticates. */
-export function storageKey(resource: string, namespace: string, name: string): string {
-  return namespace ? `/registry/${resource}/${namespace}/${name}` : `/registry/${resource}/${name}`;
 }
