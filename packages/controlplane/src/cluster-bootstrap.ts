@@ -67,6 +67,16 @@ export function advertiseAddress(bindAddress: string): string {
   return '127.0.0.1';
 }
 
+/** The namespaces every cluster has (the bootstrap RBAC policy puts roles in kube-system and kube-public). */
+export function ensureSystemNamespaces(registry: Registry): void {
+  const namespaces = registry.byStorage('namespaces');
+  for (const name of ['default', 'kube-system', 'kube-public', 'kube-node-lease']) {
+    if (!registry.store.get('namespaces', '', name)) {
+      registry.create(namespaces, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
+    }
+  }
+}
+
 /** The namespaces every cluster has, and the `kubernetes` Service pointing at this server. */
 export function ensureClusterObjects(
   registry: Registry,
@@ -74,12 +84,7 @@ export function ensureClusterObjects(
   port: number,
   advertise = '127.0.0.1',
 ): void {
-  const namespaces = registry.byStorage('namespaces');
-  for (const name of ['default', 'kube-system', 'kube-public', 'kube-node-lease']) {
-    if (!registry.store.get('namespaces', '', name)) {
-      registry.create(namespaces, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name } });
-    }
-  }
+  ensureSystemNamespaces(registry);
   const services = registry.byStorage('services');
   const desiredPorts = [{ name: 'https', port: 443, protocol: 'TCP', targetPort: port }];
   const svc = registry.store.get('services', 'default', 'kubernetes')?.object;

@@ -27,6 +27,7 @@ import {
   ensureBootstrapToken,
   ensureClusterObjects,
   ensureNodeBootstrapBindings,
+  ensureSystemNamespaces,
 } from './cluster-bootstrap.js';
 import { ensureNodeCert, ensurePki, ensureUserCert, writeKubeconfig, type KeyPair, type Pki } from './pki.js';
 import { parseCidr, parsePortRange, ServiceAllocator } from './resources/allocators.js';
@@ -195,6 +196,7 @@ export class ControlPlane {
     this.metrics = new ResourceMetrics({ store, kubelets, clock: o.clock, logger: logger.child('metrics') });
     this.controllers.push(this.metrics);
     // The bootstrap RBAC policy is in place before the server answers anyone.
+    ensureSystemNamespaces(registry);
     const rbac = reconcileBootstrapPolicy(registry);
     if (rbac.created.length + rbac.updated.length + rbac.recreated.length > 0)
       logger.info('bootstrap RBAC policy reconciled', {
