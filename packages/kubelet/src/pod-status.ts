@@ -41,6 +41,8 @@ export interface StatusInputs {
   previous?: PodStatus;
   /** True once the kubelet has stopped the pod for good (terminal). */
   terminal?: boolean;
+  /** The pod ran past its `activeDeadlineSeconds`: Failed, with upstream's reason and message. */
+  deadlineExceeded?: boolean;
   /**
    * The runtime's name as CRI Version reports it (`containerd`, `cri-o`, `nodelet-fake`): container IDs
    * are `<runtimeName>://<id>`, as upstream. Default `containerd`.
@@ -218,7 +220,9 @@ export function generatePodStatus(inputs: StatusInputs): PodStatus {
       false,
     ),
   );
-  const phase = getPhase(pod, initStatuses, appStatuses, inputs.terminal);
+  const phase = inputs.deadlineExceeded
+    ? 'Failed'
+    : getPhase(pod, initStatuses, appStatuses, inputs.terminal);
   const initialized = initDone || appStarted;
   const notReady = appStatuses.filter((s) => !s.ready).map((s) => s.name);
   const containersReady = notReady.length === 0;
@@ -263,12 +267,36 @@ export function generatePodStatus(inputs: StatusInputs): PodStatus {
     hostIP: inputs.hostIP,
     hostIPs: inputs.hostIP ? [{ ip: inputs.hostIP }] : [],
     ...(podIP ? { podIP, podIPs: [podIP, ...(sandbox?.additionalIps ?? [])].map((ip) => ({ ip })) } : {}),
+    ...(inputs.deadlineExceeded ? deadlineExceeded : {}),
     startTime: previous?.startTime ?? rfc3339(now),
     ...(initStatuses.length ? { initContainerStatuses: initStatuses } : {}),
     containerStatuses: appStatuses,
     qosClass: qosClass(pod),
   };
   return status;
+}
+
+/** Upstream's status of a pod that ran past its active deadline (kubelet_pods.go, pastActiveDeadline). */
+export const deadlineExceeded = {
+  reason: 'DeadlineExceeded',
+  message: 'Pod was active on the node longer than the specified deadline',
+} as const;
+
+/**
+ * How long the pod may still run under `spec.activeDeadlineSeconds`, counted from its status'
+ * `startTime` (when the kubelet first saw it): ms, ≤ 0 once passed; undefined without a deadline or a
+ * start time yet.
+ */
+export function activeDeadlineLeftMs(
+  pod: Pod,
+  startTime: string | undefined,
+  now: number,
+): number | undefined {
+  const seconds = pod.spec?.activeDeadlineSeconds;
+  if (seconds === undefined || seconds === null || !startTime) return undefined;
+  const start = Date.parse(startTime);
+  if (Number.isNaN(start)) return undefined;
+  return start + seconds * 1000 - now;
 }
 
 /** Upstream GetPodQOS: Guaranteed when every container's requests equal limits for cpu and memory. */

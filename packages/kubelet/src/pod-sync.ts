@@ -6,7 +6,12 @@ import type { KubeRuntime } from './kuberuntime/index.js';
 import type { PlegChange } from './pleg.js';
 import type { ProbeVerdicts } from './pod-actions.js';
 import type { PodManager } from './pod-manager.js';
-import { generatePodStatus, type WaitingReason } from './pod-status.js';
+import {
+  activeDeadlineLeftMs,
+  deadlineExceeded,
+  generatePodStatus,
+  type WaitingReason,
+} from './pod-status.js';
 import type { PodSyncer, SyncOutcome } from './pod-workers.js';
 import type { ProberManager } from './prober/index.js';
 import type { RuntimeCache } from './runtime-cache.js';
@@ -39,6 +44,8 @@ export class PodSync implements PodSyncer {
   private readonly lastSeen = new Map<string, Map<string, string>>();
   /** What PLEG reported for each pod since its last sync started. */
   private readonly plegNews = new Map<string, PlegChange[]>();
+  /** Pods failed for their active deadline (the event is recorded once). */
+  private readonly pastDeadline = new Set<string>();
   /**
    * The runtime's name from CRI Version, for container IDs (`<name>://<id>`). A runtime that does not
    * answer now is asked again by the next status update; until then IDs say `containerd`.
@@ -91,6 +98,14 @@ export class PodSync implements PodSyncer {
     const { uid, name, namespace } = identity(pod);
     const { kubeRuntime } = this.deps;
     this.plegNews.delete(uid); // this sync reads the runtime afresh
+    // A pod that finished (Succeeded, or Failed for another reason) keeps its phase: phases never go back.
+    const previous = this.deps.statusManager.get(uid);
+    const finished =
+      previous?.phase === 'Succeeded' || (previous?.phase === 'Failed' && !this.pastDeadline.has(uid));
+    const deadlineLeftMs = finished
+      ? undefined
+      : activeDeadlineLeftMs(pod, previous?.startTime, this.deps.clock.now());
+    if (deadlineLeftMs !== undefined && deadlineLeftMs <= 0) return this.failPastDeadline(pod);
     // A pod the runtime is known to hold nothing for (a new pod) needs no listing.
     const before = this.deps.runtimeCache.knownEmpty(uid)
       ? emptyRuntimePodStatus(uid, name, namespace)
@@ -109,7 +124,41 @@ export class PodSync implements PodSyncer {
     const after = await kubeRuntime.statusAfterSync(before, result);
     this.lastSeen.set(uid, statesOf(after));
     this.updateStatus(pod, after);
-    return { requeueAfterMs: result.requeueAfterMs };
+    // Synced again when the deadline passes (upstream's activeDeadlineHandler), if nothing comes first;
+    // counted from the startTime this sync may just have set.
+    const leftMs = finished
+      ? undefined
+      : activeDeadlineLeftMs(pod, this.deps.statusManager.get(uid)?.startTime, this.deps.clock.now());
+    const requeues = [result.requeueAfterMs, leftMs].filter((ms): ms is number => ms !== undefined);
+    return requeues.length > 0 ? { requeueAfterMs: Math.min(...requeues) } : {};
+  }
+
+  /**
+   * A pod past its `activeDeadlineSeconds` (upstream's pastActiveDeadline in SyncPod): its containers are
+   * stopped and never started again, its phase is Failed with reason DeadlineExceeded, and one Normal
+   * event says so.
+   */
+  private async failPastDeadline(pod: Pod): Promise<SyncOutcome> {
+    const { uid, name, namespace } = identity(pod);
+    const { kubeRuntime } = this.deps;
+    if (!this.pastDeadline.has(uid)) {
+      this.pastDeadline.add(uid);
+      this.deps.bus.emit('[Kubelet] Pod Event', {
+        podUid: uid,
+        podName: name,
+        namespace,
+        eventType: 'Normal',
+        ...deadlineExceeded,
+      });
+    }
+    const status = await kubeRuntime.getPodStatus(uid, name, namespace);
+    if (await kubeRuntime.killPodWithStatus(pod, status, undefined, 'the pod is past its active deadline')) {
+      this.updateStatus(pod, await kubeRuntime.getPodStatus(uid, name, namespace), false, true);
+    } else {
+      this.updateStatus(pod, status, false, true);
+    }
+    this.lastSeen.delete(uid);
+    return {};
   }
 
   async terminatePod(pod: Pod, gracePeriodSeconds: number | undefined): Promise<void> {
@@ -134,6 +183,7 @@ export class PodSync implements PodSyncer {
     this.plegNews.delete(uid);
     this.deps.prober.removePod(uid);
     this.waiting.delete(uid);
+    this.pastDeadline.delete(uid);
     this.deps.statusManager.delete(uid);
     this.deps.bus.emit('[PodWorker] Pod Terminated', {
       podUid: uid,
@@ -143,7 +193,7 @@ export class PodSync implements PodSyncer {
     this.deps.logger.info('Pod terminated and removed', { pod: podRef(pod), podUID: uid });
   }
 
-  private updateStatus(pod: Pod, runtime: RuntimePodStatus, terminal = false): void {
+  private updateStatus(pod: Pod, runtime: RuntimePodStatus, terminal = false, pastDeadline = false): void {
     const uid = pod.metadata!.uid!;
     const { prober, statusManager, hostIP } = this.deps;
     prober.updatePod(pod, runtime, hostIP);
@@ -157,6 +207,7 @@ export class PodSync implements PodSyncer {
       now: this.deps.clock.now(),
       previous: statusManager.get(uid),
       terminal,
+      ...(pastDeadline ? { deadlineExceeded: true } : {}),
       ...(this.runtimeName !== undefined ? { runtimeName: this.runtimeName } : {}),
     });
     if (this.runtimeName === undefined) void this.learnRuntimeName();
