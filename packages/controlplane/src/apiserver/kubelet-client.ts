@@ -6,7 +6,7 @@
 import { X509Certificate } from 'node:crypto';
 import { request as httpsRequest } from 'node:https';
 import type { IncomingMessage } from 'node:http';
-import { connect as tlsConnect, type TLSSocket } from 'node:tls';
+import { connect as tlsConnect, createSecureContext, type SecureContext, type TLSSocket } from 'node:tls';
 import type { KubeObject } from '../object.js';
 import { ApiError } from './status.js';
 
@@ -57,9 +57,12 @@ export interface KubeletClientOptions {
 
 export class KubeletClient {
   private readonly caCert: X509Certificate;
+  /** The client certificate, key and CA parsed once: building it per request showed in profiles. */
+  private readonly secureContext: SecureContext;
 
   constructor(private readonly options: KubeletClientOptions) {
     this.caCert = new X509Certificate(options.ca);
+    this.secureContext = createSecureContext({ cert: options.cert, key: options.key, ca: options.ca });
   }
 
   /** A request to `path` (with query) on the kubelet at `endpoint`; resolves with the response head. */
@@ -122,9 +125,7 @@ export class KubeletClient {
     return {
       host: endpoint.host,
       port: endpoint.port,
-      cert: this.options.cert,
-      key: this.options.key,
-      ca: this.options.ca,
+      secureContext: this.secureContext,
       // Checked after the handshake: kubelets with self-signed certificates are accepted, as upstream
       // without --kubelet-certificate-authority; one issued by the cluster CA must verify against it.
       rejectUnauthorized: false,
