@@ -1,8 +1,7 @@
 import test from 'ava';
 import type { RequestUser } from './apiserver/resource-type.js';
-import { ApiError } from './apiserver/status.js';
 import { forbiddenNodeLabels } from './admission/node-restriction.js';
-import { startCluster, type TestCluster } from './test-helpers.js';
+import { refusal, startCluster, type TestCluster } from './test-helpers.js';
 
 // NodeRestriction on updates and deletes, through the registry (the path of PUT, PATCH and DELETE): a
 // kubelet changes only its own Node, Lease and pods' status, and never its taints or restricted labels.
@@ -37,16 +36,6 @@ const patchAs = (user: RequestUser, storage: string, ns: string, name: string, p
     user,
     ...(sub ? { subresource: sub } : {}),
   });
-
-function refusal(f: () => unknown): ApiError {
-  try {
-    f();
-  } catch (err) {
-    if (err instanceof ApiError) return err;
-    throw err;
-  }
-  throw new Error('not refused');
-}
 
 test('a node labels itself with its own labels, not with node-restriction ones, and not another node', (t) => {
   const ok = patchAs(node1, 'nodes', '', 'nr-1', {

@@ -1,8 +1,7 @@
 import test from 'ava';
 import type { RequestUser } from './apiserver/resource-type.js';
-import { ApiError } from './apiserver/status.js';
 import type { KubeObject } from './object.js';
-import { startCluster, type TestCluster } from './test-helpers.js';
+import { refusal, startCluster, type TestCluster } from './test-helpers.js';
 
 // The ServiceAccount admission step (and NodeRestriction's mirror-pod rules), through the registry's
 // create: the same path as POST /api/v1/namespaces/<ns>/pods.
@@ -36,16 +35,6 @@ const pod = (spec: Record<string, unknown> = {}, metadata: Record<string, unknow
 });
 
 const mountPath = '/var/run/secrets/kubernetes.io/serviceaccount';
-
-function refusal(f: () => unknown): ApiError {
-  try {
-    f();
-  } catch (err) {
-    if (err instanceof ApiError) return err;
-    throw err;
-  }
-  throw new Error('the create was not refused');
-}
 
 test('a pod created right after its namespace gets serviceAccountName default and the kube-api-access volume', (t) => {
   const ns = namespace(); // no turn of the event loop: the namespace controller has not run yet

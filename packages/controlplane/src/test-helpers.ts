@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import type { Implementation, TestFn } from 'ava';
 import { createLogger, MemorySink, RealClock } from '@nodelet/kernel';
 import { ControlPlane, type ControlPlaneOptions } from './control-plane.js';
+import { ApiError } from './apiserver/status.js';
 
 /**
  * Test support: a control plane on a temporary data directory and a free port, the real kubectl run
@@ -265,4 +266,15 @@ export function readyNode(
       },
     },
   };
+}
+
+/** The ApiError a registry call throws (the test fails if it throws nothing, or something else). */
+export function refusal(f: () => unknown): ApiError {
+  try {
+    f();
+  } catch (err) {
+    if (err instanceof ApiError) return err;
+    throw err;
+  }
+  throw new Error('the call was not refused');
 }

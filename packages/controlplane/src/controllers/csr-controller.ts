@@ -1,6 +1,5 @@
 import type { Clock, Logger } from '@nodelet/kernel';
 import type { Registry } from '../apiserver/registry.js';
-import { bootstrappersGroup } from '../apiserver/authentication.js';
 import { rfc3339, type KubeObject } from '../object.js';
 import { csrSignatureValid, type KeyPair, parseCsr, signCsr } from '../pki.js';
 import {
@@ -38,7 +37,7 @@ export class CsrController {
     private readonly ca: KeyPair,
     /** Asked, as upstream's approver asks a SubjectAccessReview, whether the requestor may have a kubelet
      * client certificate approved (`create certificatesigningrequests/nodeclient|selfnodeclient`). */
-    private readonly authorizer?: AuthorizationChain,
+    private readonly authorizer: AuthorizationChain,
   ) {
     this.queue = new WorkQueue('csr', (name) => this.sync(name), clock, logger);
   }
@@ -222,15 +221,13 @@ async function kubeletServingProblem(csr: KubeObject, pem: string): Promise<stri
  * bootstrap request (nodeclient), each only when the authorizer lets the requestor `create` that
  * subresource of certificatesigningrequests, as upstream's sarapprove does.
  */
-function autoApprovalRule(csr: KubeObject, authorizer?: AuthorizationChain): ApprovalRule | undefined {
+function autoApprovalRule(csr: KubeObject, authorizer: AuthorizationChain): ApprovalRule | undefined {
   const groups = (csr.spec?.groups ?? []) as string[];
   const pem = Buffer.from(String(csr.spec?.request ?? ''), 'base64').toString('utf8');
   const self = groups.includes('system:nodes') && csr.spec?.username === parseCsr(pem).commonName;
   if (csr.spec?.signerName === kubeletServingSigner) return self ? 'selfnodeserving' : undefined;
   if (csr.spec?.signerName !== kubeletClientSigner) return undefined;
   const candidates: ApprovalRule[] = self ? ['selfnodeclient', 'nodeclient'] : ['nodeclient'];
-  if (!authorizer)
-    return groups.includes(bootstrappersGroup) ? 'nodeclient' : self ? 'selfnodeclient' : undefined;
   const user = {
     name: String(csr.spec?.username ?? ''),
     groups,
