@@ -71,6 +71,14 @@ export interface ProbeContext {
   readonly logger: Logger;
   /** `kube-probe/<major>.<minor>`, for handlers that identify themselves. */
   readonly userAgent: string;
+  /**
+   * Set when the handler runs a container's lifecycle hook (`lifecycle.postStart`/`preStop`), not a
+   * probe; `probe` then holds the hook's action and `probeType` is meaningless. An `httpGet` hook
+   * fails only when no answer comes (upstream judges the transport, not the HTTP status): a handler
+   * answers `success` for any response. A scripted handler (runtime-fake) does not count a hook as a
+   * probe.
+   */
+  readonly hook?: 'postStart' | 'preStop';
 }
 
 export interface ProbeHandler {

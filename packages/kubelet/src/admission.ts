@@ -139,7 +139,13 @@ export class PodAdmission {
     }
     const result = admitPodWithUsage(pod, this.burst, this.deps.node());
     if (result.admit) addUsage(this.burst, pod);
-    else {
+    else this.rejected(pod, result);
+    return result;
+  }
+
+  /** A rejection, whoever decided it: logged, and a Warning event with the reason. */
+  rejected(pod: Pod, result: AdmitResult): void {
+    {
       const meta = pod.metadata!;
       this.deps.logger.warn('Pod rejected by admission', {
         pod: `${meta.namespace ?? 'default'}/${meta.name}`,
@@ -155,7 +161,6 @@ export class PodAdmission {
         message: result.message!,
       });
     }
-    return result;
   }
 }
 

@@ -181,6 +181,11 @@ export class ImagePuller {
    * The ImageStatus answer `ensureImageExists` will need for this container, asked now (undefined when
    * the pull policy needs none, or the name is invalid: ensureImageExists reports that).
    */
+  /** What the runtime knows of a present image (its user, for runAsNonRoot); undefined when absent. */
+  status(image: string): Promise<Image | undefined> {
+    return this.imageStatus(ImageSpec.fromPartial({ image }));
+  }
+
   imagePresent(container: Container): Promise<Image | undefined> | undefined {
     if (pullPolicy(container) === 'Always') return undefined;
     let image: string;

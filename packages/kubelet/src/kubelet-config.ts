@@ -4,6 +4,7 @@ import { parseDuration } from './duration.js';
 import { type AuthenticationConfig, defaultAuthentication } from './server/authn.js';
 import { type AuthorizationConfig, defaultAuthorization } from './server/authz.js';
 import { opensslCiphers, tlsVersions } from './server/tls-options.js';
+import { SysctlAllowlist } from './sysctl-admission.js';
 
 /**
  * The upstream KubeletConfiguration file (kubelet.config.k8s.io/v1beta1, `--config`). Fields nodelet
@@ -21,6 +22,10 @@ export interface KubeletConfigValues {
   address?: string;
   podLogsDir?: string;
   maxPods?: number;
+  /** RuntimeDefault seccomp for containers that set no profile. */
+  seccompDefault?: boolean;
+  /** Unsafe (namespaced) sysctls pods may set; `prefix*` patterns. */
+  allowedUnsafeSysctls?: string[];
   containerRuntimeEndpoint?: string;
   imageServiceEndpoint?: string;
   runtimeRequestTimeoutMs?: number;
@@ -160,6 +165,14 @@ const implemented: Record<string, Reader> = {
   eventRecordQPS: (v, f, o) => (o.eventRecordQPS = num(f, v)),
   eventBurst: (v, f, o) => (o.eventBurst = int(f, v, 1, 1_000_000)),
   maxPods: (v, f, o) => (o.maxPods = int(f, v, 1, 1_000_000)),
+  seccompDefault: (v, f, o) => (o.seccompDefault = bool(f, v)),
+  allowedUnsafeSysctls: (v, f, o) => {
+    if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) {
+      throw new Error(`field "${f}" must be a list of sysctl names or patterns ending in *`);
+    }
+    new SysctlAllowlist(v as string[]); // refuses, by name, one the kernel does not namespace
+    o.allowedUnsafeSysctls = v as string[];
+  },
   enableServer: (v, f, o) => (o.enableServer = bool(f, v)),
   port: (v, f, o) => (o.port = int(f, v, 0, 65535)),
   tlsCertFile: (v, f, o, base) => (o.tlsCertFile = resolve(base, str(f, v))),
@@ -257,7 +270,6 @@ const notYetImplemented = new Set([
   'systemReservedCgroup',
   'kubeReservedCgroup',
   'enforceNodeAllocatable',
-  'allowedUnsafeSysctls',
   'volumePluginDir',
   'providerID',
   'kernelMemcgNotification',
@@ -271,7 +283,6 @@ const notYetImplemented = new Set([
   'reservedMemory',
   'enableProfilingHandler',
   'enableDebugFlagsHandler',
-  'seccompDefault',
   'memoryThrottlingFactor',
   'registerWithTaints',
   'registerNode',

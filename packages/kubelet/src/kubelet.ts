@@ -1,4 +1,5 @@
 import { hostname, totalmem } from 'node:os';
+import { join } from 'node:path';
 import type { Pod, PodList } from '@nodelet/api';
 import type { ImageService, RuntimeService } from '@nodelet/cri';
 import type { Clock, EventBus, Logger } from '@nodelet/kernel';
@@ -11,6 +12,7 @@ import { FileSource, PodConfig, type PodSource, UrlSource } from './config/index
 import { Housekeeping } from './housekeeping.js';
 import { ImagePuller } from './image-puller.js';
 import { KubeRuntime, RuntimeGarbageCollector } from './kuberuntime/index.js';
+import { LifecycleHookRunner } from './lifecycle/hook-runner.js';
 import { type KubeletObjects, kubeletObjects } from './objects/index.js';
 import { GenericPleg } from './pleg.js';
 import type { ProbeVerdicts } from './pod-actions.js';
@@ -21,6 +23,7 @@ import { type ProbeHandler, ProberManager } from './prober/index.js';
 import { RuntimeCache } from './runtime-cache.js';
 import { emptyRuntimePodStatus } from './runtime-pod.js';
 import { StatusManager } from './status-manager.js';
+import { admitPodOS, SysctlAllowlist } from './sysctl-admission.js';
 import { housekeepingTicks, KubeletSyncHandler, runSyncLoop } from './sync-loop.js';
 import { HostMounter, type Mounter, VolumeManager } from './volume/index.js';
 
@@ -63,6 +66,10 @@ export interface KubeletOptions {
   tmpfsVolumes?: boolean;
   /** Join a cluster: register the node, run its API pods, report status (`--kubeconfig`). */
   apiServer?: ApiServerOptions;
+  /** RuntimeDefault seccomp for containers that ask for no profile (`seccompDefault`, default off). */
+  seccompDefault?: boolean;
+  /** Unsafe sysctls pods may set (`allowedUnsafeSysctls`; `prefix*` patterns); namespaced ones only. */
+  allowedUnsafeSysctls?: string[];
 }
 
 export interface KubeletDeps {
@@ -104,6 +111,7 @@ export class Kubelet {
   readonly volumes: VolumeManager;
   private readonly podSync: PodSync;
   private readonly admission: PodAdmission;
+  private readonly sysctls: SysctlAllowlist;
   /** The node as admission sees it without an API server (read once: the host does not change). */
   private localNode?: AdmissionNode;
   private readonly cleanups: Housekeeping;
@@ -159,6 +167,16 @@ export class Kubelet {
       clock,
       logger: this.logger.child('kuberuntime'),
       cache: this.runtimeCache,
+      security: {
+        seccompProfileRoot: join(options.rootDir, 'seccomp'),
+        seccompDefault: options.seccompDefault ?? false,
+      },
+      hooks: new LifecycleHookRunner({
+        runtime,
+        clock,
+        logger: this.logger.child('lifecycle'),
+        handlers: () => this.prober.handlers,
+      }),
     });
     this.statusManager = new StatusManager(bus, this.logger.child('status'));
     this.prober = new ProberManager({
@@ -201,6 +219,7 @@ export class Kubelet {
       wanted: (uid) => this.podManager.has(uid) || this.workers.isKnown(uid),
       logger: this.logger,
     });
+    this.sysctls = new SysctlAllowlist(options.allowedUnsafeSysctls);
     this.admission = new PodAdmission({
       node: () => this.admissionNode(),
       activePods: () => this.activePods(),
@@ -322,8 +341,12 @@ export class Kubelet {
    * them (against the registered Node), every other pod against this node. A rejected pod is Failed.
    */
   private admit(pod: Pod): boolean {
+    // What no node of this kubelet can run comes first, whatever the pod's source (upstream's order).
+    const refused = [admitPodOS(pod), this.sysctls.admit(pod)].find((r) => !r.admit);
+    if (refused) this.admission.rejected(pod, refused);
     const verdict =
-      this.nodeAgent && !isStaticPod(pod) ? this.nodeAgent.admit(pod) : this.admission.admit(pod);
+      refused ??
+      (this.nodeAgent && !isStaticPod(pod) ? this.nodeAgent.admit(pod) : this.admission.admit(pod));
     if (!verdict.admit) this.statusManager.set(pod, rejectedStatus(verdict, pod.status));
     return verdict.admit;
   }

@@ -62,6 +62,19 @@ export function emptyRuntimePodStatus(uid: string, name: string, namespace: stri
   return { uid, name, namespace, sandboxes: [], containers: [] };
 }
 
+/**
+ * Orders newest first: by creation time, then by attempt. A container restarted in the very
+ * millisecond its predecessor was killed (virtual time; a liveness kill and the restart in one sync)
+ * is told apart by its restart count, a sandbox by its attempt.
+ */
+export function newestContainerFirst(a: RuntimeContainer, b: RuntimeContainer): number {
+  return b.createdAt - a.createdAt || b.restartCount - a.restartCount;
+}
+
+export function newestSandboxFirst(a: RuntimeSandbox, b: RuntimeSandbox): number {
+  return b.createdAt - a.createdAt || b.attempt - a.attempt;
+}
+
 /** The newest runtime container of a spec container name, if any. */
 export function latestContainer(status: RuntimePodStatus, name: string): RuntimeContainer | undefined {
   return status.containers.find((c) => c.name === name);

@@ -47,7 +47,8 @@ export function fakeProbeHandlers(runtime: ProbeAnswerer): ProbeHandler[] {
   const handler =
     (answer: (ctx: ProbeContext, verdict: ProbeVerdict) => ProbeOutcome): ProbeHandler['probe'] =>
     async (ctx) => {
-      const verdict = runtime.answerProbe(ctx.containerId, ctx.probeType);
+      // A lifecycle hook reaches the simulated server, which answers; it is not a probe to count.
+      const verdict = ctx.hook ? 'healthy' : runtime.answerProbe(ctx.containerId, ctx.probeType);
       // A timeout lasts the probe's timeout, on the clock (virtual time in tests and simulations).
       if (verdict === 'timeout') await ctx.clock.sleep(ctx.timeoutMs);
       return answer(ctx, verdict);

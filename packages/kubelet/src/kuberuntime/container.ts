@@ -1,8 +1,7 @@
-import type { Container, Pod, Service } from '@nodelet/api';
+import type { Container, LifecycleHandler, Pod, Service } from '@nodelet/api';
 import {
   ContainerConfig,
   type Image,
-  containerLogPath,
   CriAnnotations,
   CriLabels,
   nanosToMs,
@@ -12,16 +11,16 @@ import {
 import { Backoff, type Clock, errorMessage, type EventBus, type Logger } from '@nodelet/kernel';
 import type { PodObjects } from '@nodelet/volume';
 import { hashContainer } from '../container-hash.js';
-import { expandCommand, makeEnvironmentVariables } from '../env.js';
+import { LifecycleHookRunner } from '../lifecycle/hook-runner.js';
 import { ImagePullError, type ImagePuller, podRef } from '../image-puller.js';
-import { StandalonePodObjects } from '../objects/standalone.js';
 import type { ContainerToKill } from '../pod-actions.js';
 import type { WaitingReason } from '../pod-status.js';
-import { containerResources, criLinuxResources } from '../resources.js';
+import { builtInProbeHandlers } from '../prober/handlers.js';
+import { ProbeHandlerRegistry } from '../prober/probe-handler.js';
 import type { RuntimeCache } from '../runtime-cache.js';
 import { containerStateFromCri, type RuntimeContainer, type RuntimePodStatus } from '../runtime-pod.js';
-import { containerMounts } from './mounts.js';
-import { NODE_NAME_LABEL } from './sandbox.js';
+import { type ConfigDeps, containerConfig } from './container-config.js';
+import type { SecurityOptions } from './security-context.js';
 
 export interface ContainerOptions {
   nodeName: string;
@@ -38,8 +37,19 @@ export interface ContainerOptions {
   services?: (pod: Pod) => Promise<Service[]>;
   /** The node's allocatable resources: the limits resourceFieldRef reports for a container without. */
   allocatable?: () => Record<string, string>;
-  /** Where the pod's events go (invalid envFrom keys). */
+  /** Where the pod's events go (invalid envFrom keys, failed hooks). */
   bus?: EventBus;
+  /** Runs lifecycle hooks (default: with the built-in probe handlers only). */
+  hooks?: LifecycleHookRunner;
+  /** Seccomp settings of the node (default: profiles under /var/lib/kubelet/seccomp, no default profile). */
+  security?: SecurityOptions;
+}
+
+/** How a container is stopped: who asked, and what the pod's network is (for a preStop `httpGet`). */
+export interface KillOptions {
+  gracePeriodOverride?: number;
+  reason?: ContainerToKill['reason'] | 'FailedPostStartHook';
+  podIP?: string;
 }
 
 /** What one container's start came to. */
@@ -73,6 +83,8 @@ export interface StartTarget {
 export class PodContainers {
   readonly crashLoopBackoff: Backoff;
   private readonly minGrace: number;
+  private readonly hooks: LifecycleHookRunner;
+  private readonly configDeps: ConfigDeps;
 
   constructor(
     private readonly runtime: RuntimeService,
@@ -81,6 +93,19 @@ export class PodContainers {
   ) {
     this.crashLoopBackoff = options.crashLoopBackoff ?? new Backoff(options.clock);
     this.minGrace = options.minimumGracePeriodSeconds ?? 2;
+    this.configDeps = {
+      options,
+      images,
+      warn: (pod, container, reason, message) => this.event(pod, container, reason, message),
+    };
+    this.hooks =
+      options.hooks ??
+      new LifecycleHookRunner({
+        runtime,
+        clock: options.clock,
+        logger: options.logger,
+        handlers: () => builtInHandlers,
+      });
   }
 
   /** One container's detailed status (ContainerStatus); undefined when it is gone. */
@@ -120,32 +145,71 @@ export class PodContainers {
   }
 
   /**
-   * Stops a container with the grace period upstream's setTerminationGracePeriod picks: the pod's
-   * deletion grace period, else — for a kill a failed liveness or startup probe caused — that probe's
-   * `terminationGracePeriodSeconds` when set, else the pod's; at least the minimum; an override wins.
+   * Stops a container as upstream's killContainer: the grace period setTerminationGracePeriod picks —
+   * the pod's deletion grace period, else (for a kill a failed liveness or startup probe caused) that
+   * probe's `terminationGracePeriodSeconds` when set, else the pod's — or the override; then the
+   * preStop hook, whose time counts against it (cut off when it is used up); then StopContainer with
+   * what is left, never less than the minimum (2 s), so a container always gets a chance after SIGTERM.
    */
-  async kill(
-    pod: Pod,
-    container: RuntimeContainer,
-    gracePeriodOverride: number | undefined,
-    reason?: ContainerToKill['reason'],
-  ): Promise<void> {
+  async kill(pod: Pod, container: RuntimeContainer, options: KillOptions = {}): Promise<void> {
+    const spec = [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].find(
+      (c) => c.name === container.name,
+    );
     let grace = pod.metadata?.deletionGracePeriodSeconds ?? pod.spec?.terminationGracePeriodSeconds ?? 30;
     if (pod.metadata?.deletionGracePeriodSeconds == null) {
-      const spec = pod.spec?.containers.find((c) => c.name === container.name);
       const probe =
-        reason === 'LivenessProbe'
+        options.reason === 'LivenessProbe'
           ? spec?.livenessProbe
-          : reason === 'StartupProbe'
+          : options.reason === 'StartupProbe'
             ? spec?.startupProbe
             : undefined;
       if (typeof probe?.terminationGracePeriodSeconds === 'number')
         grace = probe.terminationGracePeriodSeconds;
     }
+    if (options.gracePeriodOverride !== undefined) grace = options.gracePeriodOverride;
+    const preStop = spec?.lifecycle?.preStop;
+    if (spec && preStop && grace > 0 && container.state === 'running') {
+      grace -= await this.runPreStop(pod, spec, container.id, preStop, grace, options.podIP ?? '');
+    }
     if (grace < this.minGrace) grace = this.minGrace;
-    if (gracePeriodOverride !== undefined) grace = gracePeriodOverride;
     this.options.cache.forgetContainer(container.id);
     await this.runtime.stopContainer({ containerId: container.id, timeout: BigInt(grace) });
+  }
+
+  /**
+   * The preStop hook, given `graceSeconds` to finish (upstream executePreStopHook): whole seconds it
+   * took, rounded down. A failure is a Warning event without the hook's output (which may hold secrets).
+   */
+  private async runPreStop(
+    pod: Pod,
+    container: Container,
+    containerId: string,
+    hook: LifecycleHandler,
+    graceSeconds: number,
+    podIP: string,
+  ): Promise<number> {
+    const { clock, logger } = this.options;
+    const began = clock.now();
+    const deadline = clock.deadline(graceSeconds * 1000);
+    const run = this.hooks.run('preStop', hook, { pod, container, containerId, podIP }, deadline.signal);
+    const outcome = await Promise.race([
+      run,
+      new Promise<'timeout'>((resolve) =>
+        deadline.signal.addEventListener('abort', () => resolve('timeout'), { once: true }),
+      ),
+    ]);
+    deadline.cancel();
+    if (outcome === 'timeout') {
+      logger.info('PreStop hook not completed in grace period', {
+        pod: podRef(pod),
+        container: container.name,
+        gracePeriod: graceSeconds,
+      });
+    } else if (outcome !== undefined) {
+      logger.error('PreStop hook failed', { pod: podRef(pod), container: container.name, err: outcome });
+      this.event(pod, container, 'FailedPreStopHook', 'PreStopHook failed');
+    }
+    return Math.floor((clock.now() - began) / 1000);
   }
 
   private backoffKey(pod: Pod, container: Container): string {
@@ -188,7 +252,7 @@ export class PodContainers {
     const restartCount = latest ? latest.restartCount + 1 : 0;
     let config: ContainerConfig;
     try {
-      config = await this.config(pod, container, image.image, restartCount, target);
+      config = await containerConfig(this.configDeps, pod, container, image.image, restartCount, target);
     } catch (err) {
       // Retried by the pod's next sync (10 s): a ConfigMap or Secret created or fixed meanwhile is seen.
       // (The Failed event comes from the waiting reason: PodEventSource.)
@@ -226,12 +290,54 @@ export class PodContainers {
     } catch (err) {
       return this.failed('RunContainerError', errorMessage(err), 'StartContainer failed', { pod, container });
     }
+    const postStart = container.lifecycle?.postStart;
+    if (postStart) {
+      const failure = await this.runPostStart(pod, container, containerId, postStart, target.podIP);
+      if (failure) return failure;
+    }
     this.options.logger.debug('Started container', {
       pod: podRef(pod),
       container: container.name,
       containerID: containerId,
     });
     return { started: true, containerId };
+  }
+
+  /**
+   * The postStart hook, right after StartContainer; the sync waits for it, so the container shows
+   * Running (and is probed) only once it returned. A failure kills the container (its preStop runs,
+   * as upstream) and leaves `PostStartHookError`; the restart policy and CrashLoopBackOff do the rest.
+   */
+  private async runPostStart(
+    pod: Pod,
+    container: Container,
+    containerId: string,
+    hook: LifecycleHandler,
+    podIP: string,
+  ): Promise<StartOutcome | undefined> {
+    const message = await this.hooks.run('postStart', hook, { pod, container, containerId, podIP });
+    if (message === undefined) return undefined;
+    this.options.logger.error('Failed to execute PostStartHook', {
+      pod: podRef(pod),
+      container: container.name,
+      containerID: containerId,
+      err: message,
+    });
+    // Not the hook's output in the event: it may hold secrets.
+    this.event(pod, container, 'FailedPostStartHook', 'PostStartHook failed');
+    this.event(pod, container, 'Killing', 'FailedPostStartHook', 'Normal');
+    const killed = { id: containerId, name: container.name, state: 'running' } as RuntimeContainer;
+    await this.kill(pod, killed, { reason: 'FailedPostStartHook', podIP }).catch((err: unknown) =>
+      this.options.logger.error('Failed to kill container', {
+        pod: podRef(pod),
+        container: container.name,
+        err: errorMessage(err),
+      }),
+    );
+    // Synced again a PLEG relist later (upstream: its relist sees the container dead): that sync
+    // restarts it, or waits out CrashLoopBackOff.
+    const retryAt = this.options.clock.now() + 1_000;
+    return { started: false, containerId, waiting: { reason: 'PostStartHookError', message }, retryAt };
   }
 
   /**
@@ -275,90 +381,37 @@ export class PodContainers {
     return { started: false, waiting: { reason, message }, retryAt: this.options.clock.now() + 10_000 };
   }
 
-  /** A Warning event on the pod about one of its containers. */
-  private event(pod: Pod, container: Container, reason: string, message: string): void {
+  /** An event (Warning unless said) on the pod about one of its containers. */
+  private event(
+    pod: Pod,
+    container: Container,
+    reason: string,
+    message: string,
+    eventType: 'Warning' | 'Normal' = 'Warning',
+  ): void {
     this.options.bus?.emit('[Kubelet] Pod Event', {
       podUid: pod.metadata!.uid!,
       podName: pod.metadata!.name!,
       namespace: pod.metadata!.namespace ?? 'default',
-      eventType: 'Warning',
+      eventType,
       reason,
       message,
       container: container.name,
     });
   }
-
-  private async config(
-    pod: Pod,
-    container: Container,
-    image: string,
-    restartCount: number,
-    target: Pick<StartTarget, 'podIP' | 'hostIP' | 'volumePaths' | 'readOnlyVolumes'>,
-  ): Promise<ContainerConfig> {
-    const meta = pod.metadata!;
-    const { options } = this;
-    const env = await makeEnvironmentVariables(pod, container, {
-      objects: options.objects ?? standalone,
-      services: options.services,
-      facts: {
-        nodeName: options.nodeName,
-        hostIPs: target.hostIP ? [target.hostIP] : [],
-        podIPs: target.podIP ? [target.podIP] : [],
-        allocatable: options.allocatable?.() ?? {},
-      },
-      warn: (reason, message) => this.event(pod, container, reason, message),
-    });
-    const mounts = await options.clock.track(
-      containerMounts(container, target.volumePaths, env, target.readOnlyVolumes),
-    );
-    const res = containerResources(pod, container, this.options.memoryCapacityBytes);
-    return ContainerConfig.fromPartial({
-      metadata: { name: container.name, attempt: restartCount },
-      image: { image, userSpecifiedImage: container.image ?? '' },
-      command: expandCommand(container.command, env),
-      args: expandCommand(container.args, env),
-      workingDir: container.workingDir ?? '',
-      envs: env.map(([key, value]) => ({ key, value })),
-      mounts,
-      labels: {
-        [CriLabels.PodName]: meta.name!,
-        [CriLabels.PodNamespace]: meta.namespace ?? 'default',
-        [CriLabels.PodUID]: meta.uid!,
-        [CriLabels.ContainerName]: container.name,
-        [NODE_NAME_LABEL]: this.options.nodeName,
-      },
-      annotations: {
-        [CriAnnotations.ContainerHash]: hashContainer(container),
-        [CriAnnotations.ContainerRestartCount]: String(restartCount),
-        [CriAnnotations.ContainerTerminationMessagePath]:
-          container.terminationMessagePath ?? '/dev/termination-log',
-        [CriAnnotations.ContainerTerminationMessagePolicy]: container.terminationMessagePolicy ?? 'File',
-        [CriAnnotations.PodTerminationGracePeriod]: String(pod.spec?.terminationGracePeriodSeconds ?? 30),
-        ...(container.ports?.length
-          ? { [CriAnnotations.ContainerPorts]: JSON.stringify(container.ports) }
-          : {}),
-      },
-      logPath: containerLogPath(container.name, restartCount),
-      stdin: !!container.stdin,
-      stdinOnce: !!container.stdinOnce,
-      tty: !!container.tty,
-      linux: {
-        resources: criLinuxResources(res),
-        securityContext: {
-          privileged: !!container.securityContext?.privileged,
-          readonlyRootfs: !!container.securityContext?.readOnlyRootFilesystem,
-        },
-      },
-    });
-  }
 }
 
-const standalone = new StandalonePodObjects();
-
-/** Whether a container's environment has the pod IP (downward API `status.podIP`, `status.podIPs`). */
+/**
+ * Whether a container's start needs the pod IP: its environment has it (downward API `status.podIP`,
+ * `status.podIPs`), or its postStart hook is an `httpGet` to the pod.
+ */
 export function usesPodIP(container: Container): boolean {
+  const postStart = container.lifecycle?.postStart?.httpGet;
+  if (postStart && !postStart.host) return true;
   return !!container.env?.some((e) => /^status\.podIPs?$/.test(e.valueFrom?.fieldRef?.fieldPath ?? ''));
 }
+
+const builtInHandlers = new ProbeHandlerRegistry(builtInProbeHandlers);
 
 /** Go's time.Duration.String() for whole seconds and minutes: 10s, 1m20s, 5m0s. */
 export function formatDuration(ms: number): string {

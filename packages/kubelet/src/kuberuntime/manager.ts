@@ -16,6 +16,8 @@ import {
   type RuntimePodStatus,
   type RuntimeSandbox,
   emptyRuntimePodStatus,
+  newestContainerFirst,
+  newestSandboxFirst,
 } from '../runtime-pod.js';
 import type { VolumeManager } from '../volume/index.js';
 import { type ContainerOptions, PodContainers, usesPodIP } from './container.js';
@@ -29,7 +31,7 @@ import { PodSandboxes } from './sandbox.js';
  */
 export interface KubeRuntimeOptions extends Pick<
   ContainerOptions,
-  'objects' | 'services' | 'allocatable' | 'bus'
+  'objects' | 'services' | 'allocatable' | 'bus' | 'hooks' | 'security'
 > {
   nodeName: string;
   podLogsDir: string;
@@ -97,7 +99,7 @@ export class KubeRuntime {
       ),
     );
     for (const c of details) if (c) status.containers.push(c);
-    status.containers.sort((a, b) => b.createdAt - a.createdAt);
+    status.containers.sort(newestContainerFirst);
     return status;
   }
 
@@ -118,8 +120,8 @@ export class KubeRuntime {
     };
     const started = await Promise.all(created.containerIds.map((id) => this.containers.read(before.uid, id)));
     for (const c of started) if (c) status.containers.push(c);
-    status.sandboxes.sort((a, b) => b.createdAt - a.createdAt);
-    status.containers.sort((a, b) => b.createdAt - a.createdAt);
+    status.sandboxes.sort(newestSandboxFirst);
+    status.containers.sort(newestContainerFirst);
     return status;
   }
 
@@ -148,16 +150,23 @@ export class KubeRuntime {
       result.changed = result.killed;
       if (!actions.createSandbox) return result;
     }
+    const killedAt = new Map<string, number>();
     for (const kill of actions.containersToKill) {
       this.options.logger.info('Killing container', {
         pod: podRef(pod),
         container: kill.container.name,
         reason: kill.message,
       });
-      await this.containers.kill(pod, kill.container, undefined, kill.reason);
+      await this.containers.kill(pod, kill.container, {
+        reason: kill.reason,
+        podIP: status.sandboxes[0]?.ip,
+      });
+      killedAt.set(kill.container.id, this.options.clock.now());
       result.changed = true;
       result.killed = true;
     }
+    // The starts back off from the containers this sync killed as from ones that exited by themselves.
+    const startFrom = killedAt.size > 0 ? asExited(status, killedAt) : status;
 
     let sandboxId = actions.sandboxId;
     let podIP = status.sandboxes[0]?.ip ?? '';
@@ -221,7 +230,7 @@ export class KubeRuntime {
 
     await Promise.all(
       toStart.map(async (container) => {
-        const outcome = await this.containers.start(pod, container, status, {
+        const outcome = await this.containers.start(pod, container, startFrom, {
           sandboxId,
           sandboxConfig,
           podIP,
@@ -236,6 +245,8 @@ export class KubeRuntime {
           result.changed = true;
           result.created.containerIds.push(outcome.containerId!);
         } else {
+          // Started, then killed (its postStart hook failed): the pod's containers are read again.
+          if (outcome.containerId) result.changed = result.killed = true;
           result.waiting.set(container.name, outcome.waiting!);
           if (outcome.retryAt !== undefined) wants(outcome.retryAt - this.options.clock.now());
         }
@@ -286,9 +297,10 @@ export class KubeRuntime {
         containers: running.length,
       });
     }
+    const podIP = status.sandboxes.find((s) => s.ready)?.ip ?? '';
     await Promise.all(
       running.map(async (c) => {
-        await this.containers.kill(pod, c, gracePeriodOverride);
+        await this.containers.kill(pod, c, { gracePeriodOverride, podIP });
         changed = true;
       }),
     );
@@ -321,10 +333,26 @@ export class KubeRuntime {
     gracePeriodOverride: number | undefined,
     reason?: ContainerToKill['reason'],
   ): Promise<void> {
-    return this.containers.kill(pod, container, gracePeriodOverride, reason);
+    return this.containers.kill(pod, container, { gracePeriodOverride, reason });
   }
 
   sandboxConfig(pod: Pod, attempt: number) {
     return this.sandboxes.config(pod, attempt);
   }
+}
+
+/**
+ * The runtime status with the given containers exited at the given times. A container a failed
+ * liveness probe kills is restarted in the same sync; CrashLoopBackOff must count from that death (as
+ * it does for a container that exited by itself), not from the instance before it — else every other
+ * restart after a kill came at once.
+ */
+function asExited(status: RuntimePodStatus, killedAt: ReadonlyMap<string, number>): RuntimePodStatus {
+  return {
+    ...status,
+    containers: status.containers.map((c) => {
+      const at = killedAt.get(c.id);
+      return at === undefined ? c : { ...c, state: 'exited', finishedAt: at };
+    }),
+  };
 }

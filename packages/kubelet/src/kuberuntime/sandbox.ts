@@ -13,6 +13,7 @@ import {
 import type { Clock } from '@nodelet/kernel';
 import type { RuntimeCache } from '../runtime-cache.js';
 import type { RuntimeSandbox } from '../runtime-pod.js';
+import { sandboxSecurityContext } from './security-context.js';
 
 /**
  * A nodelet label on every sandbox and container: the node that made it. Housekeeping removes only
@@ -121,6 +122,7 @@ export class PodSandboxes {
     const meta = pod.metadata!;
     const namespace = meta.namespace ?? 'default';
     const ports = pod.spec!.containers.flatMap((c) => c.ports ?? []).filter((p) => p.hostPort);
+    const security = sandboxSecurityContext(pod);
     return PodSandboxConfig.fromPartial({
       metadata: { name: meta.name!, namespace, uid: meta.uid!, attempt },
       // A host-network pod has the node's hostname (upstream sets none; runc refuses one without a UTS
@@ -143,7 +145,9 @@ export class PodSandboxes {
       annotations: { ...(meta.annotations ?? {}) },
       linux: {
         cgroupParent: '',
+        sysctls: security.sysctls,
         securityContext: {
+          ...security.securityContext,
           namespaceOptions: {
             network: pod.spec?.hostNetwork ? NamespaceMode.NODE : NamespaceMode.POD,
             pid: pod.spec?.hostPID
