@@ -185,6 +185,12 @@ function validatePodSpec(spec: Obj, path: string, errors: FieldError[]): void {
   containers.forEach((c, i) =>
     validateContainer(obj(c), `${path}.containers[${i}]`, volumeNames, seen, hostNetwork, errors),
   );
+  const targets = new Set(seen);
+  list(spec.ephemeralContainers).forEach((c, i) => {
+    const at = `${path}.ephemeralContainers[${i}]`;
+    validateContainer(obj(c), at, volumeNames, seen, hostNetwork, errors);
+    validateEphemeralOnly(obj(c), at, targets, errors);
+  });
 
   oneOf(spec.restartPolicy, `${path}.restartPolicy`, restartPolicies, errors);
   oneOf(spec.dnsPolicy, `${path}.dnsPolicy`, dnsPolicies, errors);
@@ -205,6 +211,30 @@ function validatePodSpec(spec: Obj, path: string, errors: FieldError[]): void {
     for (const m of dns1123SubdomainErrors(spec.nodeName)) {
       errors.push(fieldInvalid(`${path}.nodeName`, spec.nodeName, m));
     }
+  }
+}
+
+/** What an ephemeral container may not have (upstream validateEphemeralContainers), and its target. */
+const ephemeralForbidden = [
+  'ports',
+  'livenessProbe',
+  'readinessProbe',
+  'startupProbe',
+  'lifecycle',
+  'resources',
+  'resizePolicy',
+  'restartPolicy',
+];
+
+function validateEphemeralOnly(c: Obj, path: string, targets: Set<string>, errors: FieldError[]): void {
+  for (const field of ephemeralForbidden) {
+    if (c[field] !== undefined && c[field] !== null) {
+      errors.push(fieldForbidden(`${path}.${field}`, 'cannot be set for an Ephemeral Container'));
+    }
+  }
+  const target = c.targetContainerName;
+  if (typeof target === 'string' && target !== '' && !targets.has(target)) {
+    errors.push(fieldNotFound(`${path}.targetContainerName`, target));
   }
 }
 

@@ -27,6 +27,8 @@ export interface PodActions {
   attempt: number;
   nextInitContainerToStart?: Container;
   containersToStart: Container[];
+  /** Ephemeral containers (`kubectl debug`) never started yet: started once, never restarted. */
+  ephemeralContainersToStart: Container[];
   containersToKill: ContainerToKill[];
 }
 
@@ -123,6 +125,7 @@ export function computePodActions(
     sandboxId: sandbox.sandboxId,
     attempt: sandbox.attempt,
     containersToStart: [],
+    ephemeralContainersToStart: [],
     containersToKill: [],
   };
 
@@ -148,6 +151,10 @@ export function computePodActions(
   }
 
   killContainersNotInSpec(pod, status, actions);
+  // Started even while init containers run or fail: they are how one debugs that (upstream).
+  actions.ephemeralContainersToStart = (spec.ephemeralContainers ?? []).filter(
+    (c) => !latestContainer(status, c.name),
+  ) as Container[];
 
   const init = findNextInitContainerToRun(pod, status);
   if (!init.done) {
@@ -209,8 +216,11 @@ export function computePodActions(
 }
 
 function killContainersNotInSpec(pod: Pod, status: RuntimePodStatus, actions: PodActions): void {
+  const spec = pod.spec;
   const names = new Set(
-    [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].map((c) => c.name),
+    [...(spec?.initContainers ?? []), ...(spec?.containers ?? []), ...(spec?.ephemeralContainers ?? [])].map(
+      (c) => c.name,
+    ),
   );
   for (const c of status.containers) {
     if (c.state === 'running' && !names.has(c.name)) {

@@ -220,6 +220,11 @@ export function generatePodStatus(inputs: StatusInputs): PodStatus {
       false,
     ),
   );
+  // Ephemeral containers: shown, never ready, never counted for the phase or readiness.
+  const ephemeralStatuses = ((spec.ephemeralContainers ?? []) as Container[]).map((c) => ({
+    ...containerStatus(c, inputs, 'ContainerCreating', false),
+    ready: false,
+  }));
   const phase = inputs.deadlineExceeded
     ? 'Failed'
     : getPhase(pod, initStatuses, appStatuses, inputs.terminal);
@@ -271,6 +276,7 @@ export function generatePodStatus(inputs: StatusInputs): PodStatus {
     startTime: previous?.startTime ?? rfc3339(now),
     ...(initStatuses.length ? { initContainerStatuses: initStatuses } : {}),
     containerStatuses: appStatuses,
+    ...(ephemeralStatuses.length ? { ephemeralContainerStatuses: ephemeralStatuses } : {}),
     qosClass: qosClass(pod),
   };
   return status;

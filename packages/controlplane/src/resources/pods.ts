@@ -111,6 +111,45 @@ function validatePodUpdate(pod: KubeObject, old: KubeObject): FieldError[] {
   return errors;
 }
 
+/** The stored pod with the request's ephemeral containers, defaulted. */
+function withEphemeralContainers(obj: KubeObject, old: KubeObject): KubeObject {
+  const given =
+    isObject(obj.spec) && Array.isArray(obj.spec.ephemeralContainers) ? obj.spec.ephemeralContainers : [];
+  const defaulted = applyPodDefaults({ spec: { containers: [], ephemeralContainers: given } } as Pod);
+  const next = structuredClone(old);
+  next.metadata = { ...old.metadata, ...pickMeta(obj) };
+  next.spec = { ...(old.spec ?? {}), ephemeralContainers: defaulted.spec?.ephemeralContainers ?? [] };
+  return next;
+}
+
+/** Labels and annotations may change with the subresource; the rest of the metadata is the stored one. */
+function pickMeta(obj: KubeObject): Record<string, unknown> {
+  const meta = isObject(obj.metadata) ? obj.metadata : {};
+  return {
+    ...(meta.labels ? { labels: meta.labels } : {}),
+    ...(meta.annotations ? { annotations: meta.annotations } : {}),
+  };
+}
+
+/** Ephemeral containers are only ever added: one already there may be neither changed nor removed. */
+function validateEphemeralUpdate(obj: KubeObject, old: KubeObject): FieldError[] {
+  const now = new Map<string, string>();
+  for (const c of (obj.spec?.ephemeralContainers ?? []) as Record<string, unknown>[]) {
+    now.set(String(c.name), canonicalJson(c));
+  }
+  for (const c of (old.spec?.ephemeralContainers ?? []) as Record<string, unknown>[]) {
+    if (now.get(String(c.name)) !== canonicalJson(c)) {
+      return [
+        fieldForbidden(
+          'spec.ephemeralContainers',
+          `existing ephemeral containers ${JSON.stringify(c.name)} may not be removed or changed`,
+        ),
+      ];
+    }
+  }
+  return [];
+}
+
 export const pods: ResourceType = {
   group: '',
   version: 'v1',
@@ -129,6 +168,7 @@ export const pods: ResourceType = {
     { name: 'exec', kind: 'PodExecOptions', verbs: ['create', 'get'] },
     { name: 'attach', kind: 'PodAttachOptions', verbs: ['create', 'get'] },
     { name: 'portforward', kind: 'PodPortForwardOptions', verbs: ['create', 'get'] },
+    { name: 'ephemeralcontainers', kind: 'Pod', verbs: ['get', 'patch', 'update'] },
   ],
   model: 'V1Pod',
   storage: 'pods',
@@ -238,6 +278,13 @@ export const pods: ResourceType = {
       if (isObject(obj.spec)) mirrorServiceAccount(obj.spec);
     },
     validateUpdate: (obj, old) => [...validatePod(obj as Pod), ...validatePodUpdate(obj, old)],
+    // `pods/ephemeralcontainers` (kubectl debug): only spec.ephemeralContainers changes, by additions.
+    prepareForSubresourceUpdate: (sub, obj, old) =>
+      sub === 'ephemeralcontainers' ? withEphemeralContainers(obj, old) : undefined,
+    validateSubresourceUpdate: (_sub, obj, old) => [
+      ...validatePod(obj as Pod),
+      ...validateEphemeralUpdate(obj, old),
+    ],
     gracePeriodSeconds(obj, requested) {
       // A pod no node runs, or one that finished, has nothing to stop: it goes at once.
       if (!obj.spec?.nodeName) return 0;

@@ -1,5 +1,12 @@
 import type { Container, Pod } from '@nodelet/api';
-import { ContainerConfig, containerLogPath, CriAnnotations, CriLabels } from '@nodelet/cri';
+import {
+  ContainerConfig,
+  containerLogPath,
+  CriAnnotations,
+  CriLabels,
+  type NamespaceOption,
+  NamespaceMode,
+} from '@nodelet/cri';
 import { hashContainer } from '../container-hash.js';
 import { expandCommand, makeEnvironmentVariables } from '../env.js';
 import type { ImagePuller } from '../image-puller.js';
@@ -26,8 +33,18 @@ export interface ConfigDeps {
 
 export type ConfigTarget = Pick<
   StartTarget,
-  'podIP' | 'hostIP' | 'volumePaths' | 'readOnlyVolumes' | 'sandboxConfig'
+  'podIP' | 'hostIP' | 'volumePaths' | 'readOnlyVolumes' | 'sandboxConfig' | 'pidTarget'
 >;
+
+/**
+ * The sandbox's namespaces; a container with a target (`kubectl debug --target`) joins that
+ * container's process namespace instead of having its own (upstream NamespaceMode TARGET).
+ */
+function namespaces(target: ConfigTarget): NamespaceOption | undefined {
+  const own = target.sandboxConfig?.linux?.securityContext?.namespaceOptions;
+  if (!own || !target.pidTarget || own.pid !== NamespaceMode.CONTAINER) return own;
+  return { ...own, pid: NamespaceMode.TARGET, targetId: target.pidTarget };
+}
 
 /**
  * A container's CRI config (upstream generateContainerConfig): environment, mounts, resources, the
@@ -98,7 +115,7 @@ export async function containerConfig(
       resources: criLinuxResources(res),
       securityContext: {
         ...containerSecurityContext(pod, container, security),
-        namespaceOptions: target.sandboxConfig?.linux?.securityContext?.namespaceOptions,
+        namespaceOptions: namespaces(target),
       },
     },
   });

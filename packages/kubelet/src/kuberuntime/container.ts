@@ -74,6 +74,8 @@ export interface StartTarget {
   imagePresent?: Promise<Image | undefined>;
   /** Called once the container exists, as its start begins. */
   created?: () => void;
+  /** The container whose process namespace this one joins (an ephemeral container's target). */
+  pidTarget?: string;
 }
 
 /**

@@ -171,9 +171,10 @@ export class KubeRuntime {
     let sandboxId = actions.sandboxId;
     let podIP = status.sandboxes[0]?.ip ?? '';
     const sandboxConfig = this.sandboxes.config(pod, actions.attempt);
-    const toStart: Container[] = actions.nextInitContainerToStart
-      ? [actions.nextInitContainerToStart]
-      : actions.containersToStart;
+    const toStart: Container[] = [
+      ...actions.ephemeralContainersToStart,
+      ...(actions.nextInitContainerToStart ? [actions.nextInitContainerToStart] : actions.containersToStart),
+    ];
     // A pod's first start waits on containerd for every call in turn, so what does not depend on the
     // sandbox runs beside its creation: volumes, and whether the images are present. The sandbox's IP is
     // waited for before a container only when that container's environment needs it.
@@ -239,6 +240,7 @@ export class KubeRuntime {
           readOnlyVolumes: this.volumes.readOnlyVolumes(pod),
           imagePresent: imagesPresent.get(container.name),
           created: readNewSandbox,
+          pidTarget: pidTargetOf(container, status),
         });
         if (outcome.started) {
           result.waiting.delete(container.name);
@@ -355,4 +357,14 @@ function asExited(status: RuntimePodStatus, killedAt: ReadonlyMap<string, number
       return at === undefined ? c : { ...c, state: 'exited', finishedAt: at };
     }),
   };
+}
+
+/**
+ * The running container whose process namespace an ephemeral container joins (`targetContainerName`,
+ * as `kubectl debug --target`): its id; undefined when it names none or that one is not running.
+ */
+function pidTargetOf(container: Container, status: RuntimePodStatus): string | undefined {
+  const target = (container as { targetContainerName?: string }).targetContainerName;
+  if (!target) return undefined;
+  return status.containers.find((c) => c.name === target && c.state === 'running')?.id;
 }
