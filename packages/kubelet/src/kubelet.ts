@@ -11,6 +11,7 @@ import { FileSource, PodConfig, type PodSource, UrlSource } from './config/index
 import { Housekeeping } from './housekeeping.js';
 import { ImagePuller } from './image-puller.js';
 import { KubeRuntime, RuntimeGarbageCollector } from './kuberuntime/index.js';
+import { PodNetwork, type PodNetworkSettings } from './network/index.js';
 import { type KubeletObjects, kubeletObjects } from './objects/index.js';
 import { GenericPleg } from './pleg.js';
 import type { ProbeVerdicts } from './pod-actions.js';
@@ -35,7 +36,7 @@ import { HostMounter, type Mounter, VolumeManager } from './volume/index.js';
  *   PLEG relist (1 s) ─────────────────────────┘  │  │  └── housekeeping (2 s)   ▼
  *   prober: a result changed ─────────────────────┘  └──── requeues      StatusManager ◄── status
  */
-export interface KubeletOptions {
+export interface KubeletOptions extends PodNetworkSettings {
   nodeName: string;
   hostIP: string;
   /** Kubelet root directory (`rootDirectory`): volumes live under `<root>/pods/<uid>`. */
@@ -159,6 +160,12 @@ export class Kubelet {
       clock,
       logger: this.logger.child('kuberuntime'),
       cache: this.runtimeCache,
+      network: new PodNetwork(options, {
+        rootDir: options.rootDir,
+        nodeIPs: options.hostIP ? [options.hostIP] : [],
+        logger: this.logger.child('dns'),
+        bus,
+      }),
     });
     this.statusManager = new StatusManager(bus, this.logger.child('status'));
     this.prober = new ProberManager({

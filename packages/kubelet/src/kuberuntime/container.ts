@@ -20,6 +20,7 @@ import type { WaitingReason } from '../pod-status.js';
 import { containerResources, criLinuxResources } from '../resources.js';
 import type { RuntimeCache } from '../runtime-cache.js';
 import { containerStateFromCri, type RuntimeContainer, type RuntimePodStatus } from '../runtime-pod.js';
+import { hostsMount } from '../network/index.js';
 import { containerMounts } from './mounts.js';
 import { NODE_NAME_LABEL } from './sandbox.js';
 
@@ -64,6 +65,8 @@ export interface StartTarget {
   imagePresent?: Promise<Image | undefined>;
   /** Called once the container exists, as its start begins. */
   created?: () => void;
+  /** The pod's /etc/hosts, written on first call; undefined: none to mount (no pod IP yet). */
+  hostsFile?: () => Promise<string | undefined>;
 }
 
 /**
@@ -293,7 +296,7 @@ export class PodContainers {
     container: Container,
     image: string,
     restartCount: number,
-    target: Pick<StartTarget, 'podIP' | 'hostIP' | 'volumePaths' | 'readOnlyVolumes'>,
+    target: Pick<StartTarget, 'podIP' | 'hostIP' | 'volumePaths' | 'readOnlyVolumes' | 'hostsFile'>,
   ): Promise<ContainerConfig> {
     const meta = pod.metadata!;
     const { options } = this;
@@ -311,6 +314,8 @@ export class PodContainers {
     const mounts = await options.clock.track(
       containerMounts(container, target.volumePaths, env, target.readOnlyVolumes),
     );
+    const hosts = hostsMount(container, await target.hostsFile?.());
+    if (hosts) mounts.push(hosts);
     const res = containerResources(pod, container, this.options.memoryCapacityBytes);
     return ContainerConfig.fromPartial({
       metadata: { name: container.name, attempt: restartCount },

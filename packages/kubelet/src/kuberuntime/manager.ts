@@ -17,6 +17,7 @@ import {
   type RuntimeSandbox,
   emptyRuntimePodStatus,
 } from '../runtime-pod.js';
+import type { PodNetwork } from '../network/index.js';
 import type { VolumeManager } from '../volume/index.js';
 import { type ContainerOptions, PodContainers, usesPodIP } from './container.js';
 import { PodSandboxes } from './sandbox.js';
@@ -41,6 +42,8 @@ export interface KubeRuntimeOptions extends Pick<
   minimumGracePeriodSeconds?: number;
   /** What is known of the runtime between reads; the kubelet shares it with PLEG. */
   cache?: RuntimeCache;
+  /** Pods' hostnames, DNS config and /etc/hosts (network/). */
+  network: PodNetwork;
 }
 
 export interface SyncResult {
@@ -161,6 +164,7 @@ export class KubeRuntime {
 
     let sandboxId = actions.sandboxId;
     let podIP = status.sandboxes[0]?.ip ?? '';
+    let additionalIPs = status.sandboxes[0]?.additionalIps ?? [];
     const sandboxConfig = this.sandboxes.config(pod, actions.attempt);
     const toStart: Container[] = actions.nextInitContainerToStart
       ? [actions.nextInitContainerToStart]
@@ -188,10 +192,12 @@ export class KubeRuntime {
       }
       try {
         sandboxId = await this.sandboxes.create(pod, sandboxConfig);
-        if (toStart.some(usesPodIP)) {
+        // The pod's /etc/hosts names its IPs: a pod on the pod network waits for them too.
+        if (toStart.some(usesPodIP) || (toStart.length > 0 && !pod.spec?.hostNetwork)) {
           sandboxRead = this.sandboxes.read(sandboxId, actions.attempt);
           result.created.sandbox = await sandboxRead;
           podIP = result.created.sandbox.ip;
+          additionalIPs = result.created.sandbox.additionalIps;
         }
         result.changed = true;
       } catch (err) {
@@ -219,9 +225,15 @@ export class KubeRuntime {
       return result;
     }
 
+    // Written once per sync, when the first container's config asks for it (upstream makeHostsMount).
+    let hostsFile: Promise<string | undefined> | undefined;
+    const podIPs = pod.spec?.hostNetwork ? (hostIP ? [hostIP] : []) : podIP ? [podIP, ...additionalIPs] : [];
+    const ensureHostsFile = () =>
+      (hostsFile ??= this.options.clock.track(this.options.network.hostsFile(pod, podIPs)));
     await Promise.all(
       toStart.map(async (container) => {
         const outcome = await this.containers.start(pod, container, status, {
+          hostsFile: ensureHostsFile,
           sandboxId,
           sandboxConfig,
           podIP,
