@@ -7,6 +7,7 @@ import {
   fieldNotSupported,
   fieldRequired,
 } from './field-error.js';
+import { validatePodNames } from './dns-validation.js';
 import { schemaFields } from './schema.js';
 import type { Pod } from './types.js';
 
@@ -188,6 +189,7 @@ function validatePodSpec(spec: Obj, path: string, errors: FieldError[]): void {
 
   oneOf(spec.restartPolicy, `${path}.restartPolicy`, restartPolicies, errors);
   oneOf(spec.dnsPolicy, `${path}.dnsPolicy`, dnsPolicies, errors);
+  validatePodNames(spec, path, errors);
 
   const grace = spec.terminationGracePeriodSeconds;
   if (typeof grace === 'number' && grace < 0) {
