@@ -5,8 +5,9 @@ import { join } from 'node:path';
 import type { Pod } from '@nodelet/api';
 import { createLogger, EventBus, MemorySink, VirtualClock } from '@nodelet/kernel';
 import { podDnsConfig } from './dns.js';
-import { PodNetwork, type PodNetworkSettings } from './pod-network.js';
+import { PodNetwork } from './pod-network.js';
 import { formatResolvConf, parseResolvConf } from './resolv-conf.js';
+import { type GoldenCase, goldenCases, TESTDATA } from './test-golden.js';
 
 /**
  * Golden files of the pod's /etc/hosts and /etc/resolv.conf (testdata/README.md says where each case
@@ -16,21 +17,6 @@ import { formatResolvConf, parseResolvConf } from './resolv-conf.js';
  *
  * `UPDATE_GOLDEN=1 npx ava …/golden.test.js` rewrites the files; review every change against upstream.
  */
-export interface GoldenCase {
-  name: string;
-  source: string;
-  settings: PodNetworkSettings;
-  hostResolvConf: string;
-  nodeHosts?: string;
-  podIPs: string[];
-  pod: Pod;
-  warnings?: string[];
-}
-
-export const TESTDATA = new URL('../../src/network/testdata/', import.meta.url);
-export const goldenCases = (): GoldenCase[] =>
-  (JSON.parse(readFileSync(new URL('cases.json', TESTDATA), 'utf8')) as { cases: GoldenCase[] }).cases;
-
 function setUp(c: GoldenCase) {
   const dir = mkdtempSync(join(tmpdir(), 'nodelet-golden-'));
   const resolvConf = join(dir, 'resolv.conf');
