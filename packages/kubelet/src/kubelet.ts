@@ -103,6 +103,8 @@ export class Kubelet {
   readonly objects: PodObjects;
   private readonly podObjects: KubeletObjects;
   readonly volumes: VolumeManager;
+  /** Pods' hostnames, DNS config and /etc/hosts. */
+  readonly network: PodNetwork;
   private readonly podSync: PodSync;
   private readonly admission: PodAdmission;
   /** The node as admission sees it without an API server (read once: the host does not change). */
@@ -149,6 +151,12 @@ export class Kubelet {
       clock,
       logger: this.logger.child('volumes'),
     });
+    this.network = new PodNetwork(options, {
+      rootDir: options.rootDir,
+      nodeIPs: options.hostIP ? [options.hostIP] : [],
+      logger: this.logger.child('dns'),
+      bus,
+    });
     this.kubeRuntime = new KubeRuntime(runtime, puller, this.volumes, {
       objects: this.objects,
       services: this.podObjects.services,
@@ -160,12 +168,7 @@ export class Kubelet {
       clock,
       logger: this.logger.child('kuberuntime'),
       cache: this.runtimeCache,
-      network: new PodNetwork(options, {
-        rootDir: options.rootDir,
-        nodeIPs: options.hostIP ? [options.hostIP] : [],
-        logger: this.logger.child('dns'),
-        bus,
-      }),
+      network: this.network,
     });
     this.statusManager = new StatusManager(bus, this.logger.child('status'));
     this.prober = new ProberManager({
@@ -265,6 +268,7 @@ export class Kubelet {
       this.logger,
     );
     await this.podSync.learnRuntimeName();
+    void this.network.checkNodeResolvConf();
     this.nodeAgent?.start();
     for (const source of this.sources) this.podConfig.attach(source);
     this.pleg.start();

@@ -1,7 +1,13 @@
 import type { Pod } from '@nodelet/api';
 import type { EventBus, Logger } from '@nodelet/kernel';
 import { podDir } from '../volume/paths.js';
-import { type DnsSettings, type DnsWarning, podDnsConfig, readHostDnsConfig } from './dns.js';
+import {
+  checkResolvConfLimits,
+  type DnsSettings,
+  type DnsWarning,
+  podDnsConfig,
+  readHostDnsConfig,
+} from './dns.js';
 import { ensureHostsFile, shouldMountHostsFile } from './hosts-file.js';
 import { kernelHostname, podHostnameAndDomain, truncatePodHostname } from './hostname.js';
 import type { DnsConfig } from './resolv-conf.js';
@@ -100,6 +106,16 @@ export class PodNetwork {
       hostNetwork: !!pod.spec?.hostNetwork,
       ...(this.deps.nodeHostsPath ? { nodeHostsPath: this.deps.nodeHostsPath } : {}),
     });
+  }
+
+  /**
+   * Warns once when the node's resolv.conf leaves pods no room (upstream CheckLimitsForResolvConf, a
+   * Warning on the Node at start): too many search domains, or a search path or line too long.
+   */
+  async checkNodeResolvConf(): Promise<void> {
+    if (this.dns.resolvConf === '') return;
+    const problem = await checkResolvConfLimits(this.dns);
+    if (problem) this.deps.logger.warn(problem, { reason: 'CheckLimitsForResolvConf' });
   }
 
   private warn(pod: Pod, w: DnsWarning): void {

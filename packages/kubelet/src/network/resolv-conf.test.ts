@@ -1,5 +1,8 @@
 import test from 'ava';
-import { mergeDnsOptions } from './dns.js';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { checkResolvConfLimits, mergeDnsOptions } from './dns.js';
 import { formatResolvConf, parseResolvConf } from './resolv-conf.js';
 
 // Upstream dns_test.go TestParseResolvConf and TestMergeDNSOptions, as data.
@@ -76,4 +79,30 @@ test('formatResolvConf writes as containerd does; an empty config is empty', (t)
     'search a b\nnameserver 10.0.0.10\nnameserver 10.0.0.11\noptions ndots:5\n',
   );
   t.is(formatResolvConf({ servers: [], searches: [], options: [] }), '');
+});
+
+test('checkResolvConfLimits: the node file must leave room for the cluster search paths (CheckLimitsForResolvConf)', async (t) => {
+  const dir = mkdtempSync(join(tmpdir(), 'nodelet-resolv-'));
+  const path = join(dir, 'resolv.conf');
+  const check = (text: string, clusterDomain = 'cluster.local') => {
+    writeFileSync(path, text);
+    return checkResolvConfLimits({ clusterDNS: [], clusterDomain, resolvConf: path, nodeIPs: [] });
+  };
+  const domains = (n: number) => Array.from({ length: n }, (_, i) => `d${i}.example`).join(' ');
+  t.is(await check(`search ${domains(29)}\n`), undefined);
+  t.is(
+    await check(`search ${domains(30)}\n`),
+    `Resolv.conf file '${path}' contains search line consisting of more than 29 domains!`,
+  );
+  t.is(await check(`search ${domains(30)}\n`, ''), undefined, 'no cluster domain: 32 allowed');
+  t.is(
+    await check(`search ${'a'.repeat(254)}\n`),
+    `Resolv.conf file "${path}" contains a search path which length is more than allowed 253 chars!`,
+  );
+  const long = Array.from({ length: 10 }, (_, i) => String.fromCharCode(97 + i).repeat(250)).join(' ');
+  t.is(
+    await check(`search ${long}\n`),
+    `Resolv.conf file '${path}' contains search line which length is more than allowed 2048 chars!`,
+  );
+  t.regex((await check('nameserver\n'))!, /^nameserver list is empty/);
 });
