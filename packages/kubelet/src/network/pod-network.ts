@@ -9,7 +9,12 @@ import {
   readHostDnsConfig,
 } from './dns.js';
 import { ensureHostsFile, shouldMountHostsFile } from './hosts-file.js';
-import { kernelHostname, podHostnameAndDomain, truncatePodHostname } from './hostname.js';
+import {
+  HOSTNAME_MAX_LENGTH,
+  kernelHostname,
+  podHostnameAndDomain,
+  truncatePodHostname,
+} from './hostname.js';
 import type { DnsConfig } from './resolv-conf.js';
 
 /** The kubelet's DNS settings (KubeletConfiguration `clusterDNS`, `clusterDomain`, `resolvConf`). */
@@ -55,31 +60,33 @@ export class PodNetwork {
    * an FQDN over 64 characters): the sandbox is not created, and the message says why.
    */
   sandboxHostname(pod: Pod): string {
-    if (pod.spec?.hostNetwork) return '';
-    const names = podHostnameAndDomain(pod, this.dns.clusterDomain);
-    if (names.hostname !== (pod.spec?.hostname || pod.metadata?.name)) {
-      this.deps.logger.once(
-        `hostname-truncated:${pod.metadata?.uid}`,
-        'warn',
-        'Hostname for pod was too long, truncated it',
-        {
-          podName: pod.metadata?.name,
-          hostnameMaxLen: 63,
-          truncatedHostname: names.hostname,
-        },
-      );
+    const hostname = this.hostnameOf(pod);
+    const wanted = pod.spec?.hostname || pod.metadata?.name || '';
+    if (!pod.spec?.hostNetwork && !hostname.startsWith(wanted)) {
+      // Logged when a sandbox is made, as upstream does on each start.
+      this.deps.logger.warn('Hostname for pod was too long, truncated it', {
+        podName: pod.metadata?.name,
+        hostnameMaxLen: HOSTNAME_MAX_LENGTH,
+        truncatedHostname: hostname.split('.')[0],
+      });
     }
-    return kernelHostname(names, pod.spec?.setHostnameAsFQDN);
+    return hostname;
   }
 
-  /** Like sandboxHostname, for a config that is not used to create a sandbox: never throws. */
+  /** Like sandboxHostname, for a config that is not used to create a sandbox: never throws, logs nothing. */
   lenientSandboxHostname(pod: Pod): string {
     try {
-      return this.sandboxHostname(pod);
+      return this.hostnameOf(pod);
     } catch {
       const name = pod.spec?.hostname || pod.metadata?.name || '';
       return truncatePodHostname(name, name);
     }
+  }
+
+  private hostnameOf(pod: Pod): string {
+    if (pod.spec?.hostNetwork) return '';
+    const names = podHostnameAndDomain(pod, this.dns.clusterDomain);
+    return kernelHostname(names, pod.spec?.setHostnameAsFQDN);
   }
 
   /** The sandbox's DNS config; reading the node's resolv.conf can fail (the sandbox then waits). */
