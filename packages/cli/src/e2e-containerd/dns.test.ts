@@ -102,6 +102,29 @@ if (containerd) {
     );
   }
 
+  test.serial(
+    "a host-network pod gets the node's /etc/hosts with its aliases, and the node's resolv.conf",
+    async (t) => {
+      // ClusterFirst on the host network is Default (dns.go getPodDNSType); the hosts file is the node's
+      // under upstream's header, hostAliases after it (kubelet_pods.go nodeHostsFileContent).
+      const spec = {
+        hostNetwork: true,
+        hostAliases: [{ ip: '10.1.2.3', hostnames: ['foo.local', 'bar.local'] }],
+      };
+      ws.write('hostnet.json', staticPod('dns-hostnet', spec, 'cat /etc/hosts /etc/resolv.conf; sleep 3600'));
+      const podName = `dns-hostnet-${node}`;
+      await k!.waitPod(podName, 'Running', (p) => isRunning(p, 'main'));
+      const hosts =
+        '# Kubernetes-managed hosts file (host network).\n' +
+        readFileSync('/etc/hosts', 'utf8') +
+        '\n# Entries added by HostAliases.\n10.1.2.3\tfoo.local\tbar.local\n';
+      // The node's settings as the DNS config, rewritten by containerd in its order.
+      const resolv = 'search example.com\nnameserver 192.0.2.53\noptions edns0\n';
+      t.is(cases[0]!.hostResolvConf, 'nameserver 192.0.2.53\nsearch example.com\noptions edns0\n');
+      t.is(await logOf(podName, (l) => l.length >= hosts.length + resolv.length), hosts + resolv);
+    },
+  );
+
   test.serial('a pod whose name has 70 characters runs with its hostname cut to 63', async (t) => {
     const manifestName = 'h'.repeat(70 - node.length - 1);
     const podName = `${manifestName}-${node}`;

@@ -198,10 +198,23 @@ function searchesFitLimits(searches: string[], warnings: DnsWarning[]): string[]
 /** Reads and parses the node's resolv.conf; '' gives an empty config (the file is disabled). */
 export async function readHostDnsConfig(path: string): Promise<DnsConfig> {
   if (path === '') return { servers: [], searches: [], options: [] };
-  const size = (await stat(path)).size;
-  if (size > MAX_RESOLV_CONF_BYTES) throw new Error(`${path}: the read limit is reached`);
-  return parseResolvConf(await readFile(path, 'utf8'));
+  try {
+    const size = (await stat(path)).size;
+    if (size > MAX_RESOLV_CONF_BYTES) throw new Error(`${path}: the read limit is reached`);
+    return parseResolvConf(await readFile(path, 'utf8'));
+  } catch (err) {
+    // Worded as Go's os.Open error, which is what upstream's status and events show.
+    const reason = ERRNO_TEXT[(err as NodeJS.ErrnoException).code ?? ''];
+    throw reason ? new Error(`open ${path}: ${reason}`) : err;
+  }
 }
+
+const ERRNO_TEXT: Record<string, string> = {
+  ENOENT: 'no such file or directory',
+  EACCES: 'permission denied',
+  EISDIR: 'is a directory',
+  ENOTDIR: 'not a directory',
+};
 
 /**
  * What is wrong with the node's resolv.conf for pods (upstream CheckLimitsForResolvConf, checked once

@@ -146,3 +146,17 @@ test('ClusterFirst without clusterDNS: the node file, and a MissingClusterDNS wa
     ),
   );
 });
+
+test('an unreadable resolvConf: sandboxes wait with the reason in the status', async (t) => {
+  const h = await startHarness({
+    network: { clusterDNS: ['10.0.0.10'], resolvConf: '/nonexistent/resolv.conf' },
+  });
+  t.teardown(() => h.kubelet.stop());
+  const pod = makePod('web', {});
+  h.source.set([pod]);
+  await h.clock.advance(2_000);
+  t.like(h.status(pod.metadata!.uid!).containerStatuses?.[0]?.state?.waiting, {
+    reason: 'ContainerCreating',
+    message: 'Failed to create pod sandbox: open /nonexistent/resolv.conf: no such file or directory',
+  });
+});
