@@ -171,12 +171,13 @@ export class KubeRuntime {
       : actions.containersToStart;
     // A pod's first start waits on containerd for every call in turn, so what does not depend on the
     // sandbox runs beside its creation: volumes, and whether the images are present. The sandbox's IP is
-    // waited for before a container only when that container's environment needs it.
+    // waited for before a container when its /etc/hosts (any pod on the pod network) or its environment
+    // needs it.
     const volumesReady = this.volumes.setUp(pod); // tracks its own file I/O
     volumesReady.catch(() => undefined); // handled below, after the sandbox
     const imagesPresent = new Map<string, Promise<Image | undefined>>();
     let sandboxRead: Promise<RuntimeSandbox> | undefined;
-    // The new sandbox's status (its IP, for the pod status) is read while the first container starts:
+    // Otherwise (a host-network pod) the new sandbox's status is read while the first container starts:
     // StartContainer takes long enough to hide it, CreateContainer would wait on it in containerd.
     const readNewSandbox = () => {
       if (actions.createSandbox && !sandboxRead) {
