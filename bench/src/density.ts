@@ -59,6 +59,7 @@ import {
   Kubelet,
   KubeRuntime,
   parseManifests,
+  PodNetwork,
   VolumeManager,
 } from '@nodelet/kubelet';
 import { FakeRuntime, PAUSE_IMAGE } from '@nodelet/runtime-fake';
@@ -451,6 +452,7 @@ async function runFloor(n: number, profile = true): Promise<FloorRun> {
       memoryCapacityBytes: MEMORY_CAPACITY,
       clock,
       logger,
+      network: new PodNetwork({}, { rootDir: tmpdir(), nodeIPs: [], logger }),
     },
   );
   let requests: FloorRequest[] | undefined = floorRequests(

@@ -82,6 +82,7 @@ import {
   ImagePuller,
   KubeRuntime,
   parseManifests,
+  PodNetwork,
   VolumeManager,
 } from '@nodelet/kubelet';
 
@@ -608,6 +609,7 @@ function floorRequests(n: number, logsDir: string, round: number): FloorRequest[
       memoryCapacityBytes: 64 * 1024 ** 3,
       clock,
       logger,
+      network: new PodNetwork({}, { rootDir: tmpdir(), nodeIPs: [], logger }),
     },
   );
   cri.close();

@@ -7,6 +7,7 @@ import {
   fieldNotSupported,
   fieldRequired,
 } from './field-error.js';
+import { validatePodNames } from './dns-validation.js';
 import { schemaFields } from './schema.js';
 import type { Pod } from './types.js';
 
@@ -194,6 +195,7 @@ function validatePodSpec(spec: Obj, path: string, errors: FieldError[]): void {
 
   oneOf(spec.restartPolicy, `${path}.restartPolicy`, restartPolicies, errors);
   oneOf(spec.dnsPolicy, `${path}.dnsPolicy`, dnsPolicies, errors);
+  validatePodNames(spec, path, errors);
 
   const grace = spec.terminationGracePeriodSeconds;
   if (typeof grace === 'number' && grace < 0) {
@@ -228,7 +230,8 @@ const ephemeralForbidden = [
 
 function validateEphemeralOnly(c: Obj, path: string, targets: Set<string>, errors: FieldError[]): void {
   for (const field of ephemeralForbidden) {
-    if (c[field] !== undefined && c[field] !== null) {
+    // Set means not zero, as upstream's allow list reads it: kubectl debug sends `resources: {}`.
+    if (!isZero(c[field])) {
       errors.push(fieldForbidden(`${path}.${field}`, 'cannot be set for an Ephemeral Container'));
     }
   }
@@ -237,6 +240,15 @@ function validateEphemeralOnly(c: Obj, path: string, targets: Set<string>, error
     errors.push(fieldNotFound(`${path}.targetContainerName`, target));
   }
 }
+
+const isZero = (v: unknown): boolean =>
+  v === undefined ||
+  v === null ||
+  v === '' ||
+  v === false ||
+  v === 0 ||
+  (Array.isArray(v) && v.length === 0) ||
+  (typeof v === 'object' && !Array.isArray(v) && Object.values(v).every(isZero));
 
 /** Every field of V1Volume except its name is a volume source; the schema says which those are. */
 function volumeSourceFields(): string[] {

@@ -221,6 +221,10 @@ export function resolveKubeletSetup(flags: KubeletFlags, env: SetupEnv): Kubelet
   if (kc.maxPods !== undefined) kubelet.maxPods = kc.maxPods;
   if (kc.seccompDefault !== undefined) kubelet.seccompDefault = kc.seccompDefault;
   if (kc.allowedUnsafeSysctls !== undefined) kubelet.allowedUnsafeSysctls = kc.allowedUnsafeSysctls;
+  // Pods' DNS: resolv.conf from dnsPolicy, search paths and FQDNs under the cluster domain.
+  if (kc.clusterDNS !== undefined) kubelet.clusterDNS = kc.clusterDNS;
+  if (kc.clusterDomain !== undefined) kubelet.clusterDomain = kc.clusterDomain;
+  if (kc.resolvConf !== undefined) kubelet.resolvConf = kc.resolvConf;
   // Simulated pods get their secret and token volumes as 0700 directories: no tmpfs mounted on the host
   // for pods that do not exist (every pod has one once admission adds kube-api-access).
   if (runtime.name === 'fake') kubelet.tmpfsVolumes = false;

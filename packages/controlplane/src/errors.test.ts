@@ -358,3 +358,32 @@ test('a body nested 100,000 deep and a path with a malformed escape are 400s, no
   t.regex(escaped.json.message, /malformed percent-encoding in "%ZZ"/);
   t.is((await c.api('GET', '/version')).status, 200, 'the server keeps serving');
 });
+
+kubectlTest(
+  'a pod with dnsPolicy None and no dnsConfig, or a nameserver that is no IP, is Invalid naming the field',
+  async (t) => {
+    const containers = [{ name: 'c', image: 'busybox' }];
+    const none = await c.api(
+      'POST',
+      '/api/v1/namespaces/default/pods',
+      pod('dns-none', { containers, dnsPolicy: 'None' }),
+    );
+    t.is(none.status, 422);
+    t.deepEqual(none.json.details.causes, [
+      {
+        reason: 'FieldValueRequired',
+        message: 'Required value: must provide `dnsConfig` when `dnsPolicy` is None',
+        field: 'spec.dnsConfig',
+      },
+    ]);
+    const kubectl = await c.kubectl(['apply', '-f', '-'], {
+      input: JSON.stringify(pod('dns-ip', { containers, dnsConfig: { nameservers: ['dns.local'] } })),
+    });
+    t.is(kubectl.code, 1);
+    t.regex(
+      kubectl.stderr,
+      /The Pod "dns-ip" is invalid: spec\.dnsConfig\.nameservers\[0\]: Invalid value: "dns\.local": must be a valid IP address/,
+    );
+    t.is((await c.api('GET', '/api/v1/namespaces/default/pods/dns-none')).status, 404, 'nothing is stored');
+  },
+);

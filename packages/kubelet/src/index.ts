@@ -24,3 +24,4 @@ export * from './prober/index.js';
 export * from './apiserver/index.js';
 export * from './metrics/index.js';
 export * from './stats/index.js';
+export * from './network/index.js';

@@ -1,3 +1,4 @@
+import { isIP } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { ConfigError, type Logger, readYamlFile } from '@nodelet/kernel';
 import { parseDuration } from './duration.js';
@@ -51,6 +52,12 @@ export interface KubeletConfigValues {
   authentication?: AuthenticationConfig;
   /** Always set from a file, with the file's defaults (mode Webhook). */
   authorization?: AuthorizationConfig;
+  /** The cluster DNS service's IPs: nameservers of ClusterFirst pods. */
+  clusterDNS?: string[];
+  /** The cluster's domain (`cluster.local`): pods' search path and FQDNs. */
+  clusterDomain?: string;
+  /** The node's resolver file, the base of pods' DNS ('' disables it; default /etc/resolv.conf). */
+  resolvConf?: string;
 }
 
 type Reader = (value: unknown, field: string, out: KubeletConfigValues, baseDir: string) => void;
@@ -198,6 +205,20 @@ const implemented: Record<string, Reader> = {
   serverTLSBootstrap: (v, f, o) => (o.serverTLSBootstrap = bool(f, v)),
   authentication: (v, f, o, base) => (o.authentication = readAuthentication(v, f, base)),
   authorization: (v, f, o) => (o.authorization = readAuthorization(v, f)),
+  clusterDNS: (v, f, o) => {
+    if (!Array.isArray(v)) throw new Error(`field "${f}" must be a list of IP addresses`);
+    o.clusterDNS = v.map((ip, i) => {
+      if (typeof ip !== 'string' || isIP(ip) === 0) {
+        throw new Error(`field "${f}[${i}]": ${JSON.stringify(ip)} is not an IP address`);
+      }
+      return ip;
+    });
+  },
+  clusterDomain: (v, f, o) => (o.clusterDomain = str(f, v)),
+  resolvConf: (v, f, o, base) => {
+    const path = str(f, v);
+    o.resolvConf = path === '' ? '' : resolve(base, path);
+  },
 };
 
 /** Upstream v1beta1 fields nodelet does not implement yet: accepted, reported once by name. */
@@ -210,8 +231,6 @@ const notYetImplemented = new Set([
   'healthzPort',
   'healthzBindAddress',
   'oomScoreAdj',
-  'clusterDomain',
-  'clusterDNS',
   'streamingConnectionIdleTimeout',
   'imageMinimumGCAge',
   'imageMaximumGCAge',
@@ -234,7 +253,6 @@ const notYetImplemented = new Set([
   'hairpinMode',
   'podCIDR',
   'podPidsLimit',
-  'resolvConf',
   'runOnce',
   'cpuCFSQuota',
   'cpuCFSQuotaPeriod',

@@ -13,6 +13,7 @@ import { Housekeeping } from './housekeeping.js';
 import { ImagePuller } from './image-puller.js';
 import { KubeRuntime, RuntimeGarbageCollector } from './kuberuntime/index.js';
 import { LifecycleHookRunner } from './lifecycle/hook-runner.js';
+import { PodNetwork, type PodNetworkSettings } from './network/index.js';
 import { type KubeletObjects, kubeletObjects } from './objects/index.js';
 import { GenericPleg } from './pleg.js';
 import type { ProbeVerdicts } from './pod-actions.js';
@@ -38,7 +39,7 @@ import { HostMounter, type Mounter, VolumeManager } from './volume/index.js';
  *   PLEG relist (1 s) ─────────────────────────┘  │  │  └── housekeeping (2 s)   ▼
  *   prober: a result changed ─────────────────────┘  └──── requeues      StatusManager ◄── status
  */
-export interface KubeletOptions {
+export interface KubeletOptions extends PodNetworkSettings {
   nodeName: string;
   hostIP: string;
   /** Kubelet root directory (`rootDirectory`): volumes live under `<root>/pods/<uid>`. */
@@ -109,6 +110,8 @@ export class Kubelet {
   readonly objects: PodObjects;
   private readonly podObjects: KubeletObjects;
   readonly volumes: VolumeManager;
+  /** Pods' hostnames, DNS config and /etc/hosts. */
+  readonly network: PodNetwork;
   private readonly podSync: PodSync;
   private readonly admission: PodAdmission;
   private readonly sysctls: SysctlAllowlist;
@@ -156,6 +159,12 @@ export class Kubelet {
       clock,
       logger: this.logger.child('volumes'),
     });
+    this.network = new PodNetwork(options, {
+      rootDir: options.rootDir,
+      nodeIPs: options.hostIP ? [options.hostIP] : [],
+      logger: this.logger.child('dns'),
+      bus,
+    });
     this.kubeRuntime = new KubeRuntime(runtime, puller, this.volumes, {
       objects: this.objects,
       services: this.podObjects.services,
@@ -177,6 +186,7 @@ export class Kubelet {
         logger: this.logger.child('lifecycle'),
         handlers: () => this.prober.handlers,
       }),
+      network: this.network,
     });
     this.statusManager = new StatusManager(bus, this.logger.child('status'));
     this.prober = new ProberManager({
@@ -277,6 +287,7 @@ export class Kubelet {
       this.logger,
     );
     await this.podSync.learnRuntimeName();
+    void this.network.checkNodeResolvConf();
     this.nodeAgent?.start();
     for (const source of this.sources) this.podConfig.attach(source);
     this.pleg.start();

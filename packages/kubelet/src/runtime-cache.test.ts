@@ -100,11 +100,11 @@ test('a new pod starts without listing the runtime for it: the three calls of a 
   await k.clock.advance(0);
   t.true(k.running('uid-web'));
   t.deepEqual(k.perPod(), startOnly);
-  // The sandbox's IP is read while the container starts (CreateContainer does not wait on it in the
-  // runtime), and it is in the pod's status all the same.
+  // The sandbox's IP is read before the container is created: the pod's /etc/hosts, which the
+  // container mounts, names it (upstream reads it at the same point). It is in the pod's status too.
   const at = (call: string) => k.order.indexOf(call);
-  t.true(at('createContainer') < at('podSandboxStatus'), k.order.join(', '));
-  t.true(at('podSandboxStatus') < at('startContainer'), k.order.join(', '));
+  t.true(at('runPodSandbox') < at('podSandboxStatus'), k.order.join(', '));
+  t.true(at('podSandboxStatus') < at('createContainer'), k.order.join(', '));
   const status = k.kubelet.podList().items.find((p) => p.metadata?.uid === 'uid-web')?.status;
   t.truthy(status?.podIP);
   t.deepEqual(status?.podIPs, [{ ip: status!.podIP! }]);

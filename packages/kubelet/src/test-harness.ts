@@ -12,6 +12,7 @@ import type { PodSource } from './config/index.js';
 import type { ProbeHandler } from './prober/index.js';
 import type { PodObjects } from '@nodelet/volume';
 import { HostMounter } from './volume/index.js';
+import type { PodNetworkSettings } from './network/index.js';
 
 export class TestSource implements PodSource {
   readonly name = 'api' as const;
@@ -38,7 +39,13 @@ export interface Harness {
 }
 
 export async function startHarness(
-  options: { hostIP?: string; probeHandlers?: ProbeHandler[]; objects?: PodObjects } = {},
+  options: {
+    hostIP?: string;
+    probeHandlers?: ProbeHandler[];
+    objects?: PodObjects;
+    /** clusterDNS, clusterDomain, resolvConf (default: none, none, the host's /etc/resolv.conf). */
+    network?: PodNetworkSettings;
+  } = {},
 ): Promise<Harness> {
   const clock = new VirtualClock();
   const logs = new MemorySink();
@@ -66,6 +73,7 @@ export async function startHarness(
       rootDir: join(dir, 'root'),
       podLogsDir: join(dir, 'logs'),
       sources: [source],
+      ...options.network,
     },
   );
   await kubelet.start();

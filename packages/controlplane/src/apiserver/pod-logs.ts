@@ -88,7 +88,12 @@ export async function servePodLogs(
   const pods = registry.byStorage('pods');
   const pod = registry.get(pods, namespace, name);
   const containers: string[] = (pod.spec?.containers ?? []).map((c: { name: string }) => c.name);
-  const all = [...containers, ...(pod.spec?.initContainers ?? []).map((c: { name: string }) => c.name)];
+  const all = [
+    ...containers,
+    ...[...(pod.spec?.initContainers ?? []), ...(pod.spec?.ephemeralContainers ?? [])].map(
+      (c: { name: string }) => c.name,
+    ),
+  ];
   let container = q.get('container') ?? '';
   if (!container) {
     if (containers.length !== 1) {

@@ -68,6 +68,9 @@ export async function startCluster(
         rootDir: join(dir, 'root'),
         tmpfsVolumes: false, // simulated pods: no tmpfs mounts on the host
         podLogsDir: join(dir, 'logs'),
+        // A cluster's node knows its DNS service (without it every ClusterFirst pod warns MissingClusterDNS).
+        clusterDNS: ['10.96.0.10'],
+        clusterDomain: 'cluster.local',
         sources: [statics],
         apiServer: {
           api,

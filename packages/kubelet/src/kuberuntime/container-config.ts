@@ -10,6 +10,7 @@ import {
 import { hashContainer } from '../container-hash.js';
 import { expandCommand, makeEnvironmentVariables } from '../env.js';
 import type { ImagePuller } from '../image-puller.js';
+import { hostsMount } from '../network/index.js';
 import { StandalonePodObjects } from '../objects/standalone.js';
 import { containerResources, criLinuxResources } from '../resources.js';
 import type { ContainerOptions, StartTarget } from './container.js';
@@ -33,7 +34,7 @@ export interface ConfigDeps {
 
 export type ConfigTarget = Pick<
   StartTarget,
-  'podIP' | 'hostIP' | 'volumePaths' | 'readOnlyVolumes' | 'sandboxConfig' | 'pidTarget'
+  'podIP' | 'hostIP' | 'volumePaths' | 'readOnlyVolumes' | 'sandboxConfig' | 'pidTarget' | 'hostsFile'
 >;
 
 /**
@@ -80,6 +81,8 @@ export async function containerConfig(
   const mounts = await options.clock.track(
     containerMounts(container, target.volumePaths, env, target.readOnlyVolumes),
   );
+  const hosts = hostsMount(container, await target.hostsFile?.());
+  if (hosts) mounts.push(hosts);
   const res = containerResources(pod, container, options.memoryCapacityBytes);
   return ContainerConfig.fromPartial({
     metadata: { name: container.name, attempt: restartCount },

@@ -76,6 +76,8 @@ export interface StartTarget {
   created?: () => void;
   /** The container whose process namespace this one joins (an ephemeral container's target). */
   pidTarget?: string;
+  /** The pod's /etc/hosts, written on first call; undefined: none to mount (no pod IP yet). */
+  hostsFile?: () => Promise<string | undefined>;
 }
 
 /**

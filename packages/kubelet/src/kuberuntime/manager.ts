@@ -19,6 +19,7 @@ import {
   newestContainerFirst,
   newestSandboxFirst,
 } from '../runtime-pod.js';
+import type { PodNetwork } from '../network/index.js';
 import type { VolumeManager } from '../volume/index.js';
 import { type ContainerOptions, PodContainers, usesPodIP } from './container.js';
 import { PodSandboxes } from './sandbox.js';
@@ -43,6 +44,8 @@ export interface KubeRuntimeOptions extends Pick<
   minimumGracePeriodSeconds?: number;
   /** What is known of the runtime between reads; the kubelet shares it with PLEG. */
   cache?: RuntimeCache;
+  /** Pods' hostnames, DNS config and /etc/hosts (network/). */
+  network: PodNetwork;
 }
 
 export interface SyncResult {
@@ -170,6 +173,7 @@ export class KubeRuntime {
 
     let sandboxId = actions.sandboxId;
     let podIP = status.sandboxes[0]?.ip ?? '';
+    let additionalIPs = status.sandboxes[0]?.additionalIps ?? [];
     const sandboxConfig = this.sandboxes.config(pod, actions.attempt);
     const toStart: Container[] = [
       ...actions.ephemeralContainersToStart,
@@ -177,12 +181,13 @@ export class KubeRuntime {
     ];
     // A pod's first start waits on containerd for every call in turn, so what does not depend on the
     // sandbox runs beside its creation: volumes, and whether the images are present. The sandbox's IP is
-    // waited for before a container only when that container's environment needs it.
+    // waited for before a container when its /etc/hosts (any pod on the pod network) or its environment
+    // needs it.
     const volumesReady = this.volumes.setUp(pod); // tracks its own file I/O
     volumesReady.catch(() => undefined); // handled below, after the sandbox
     const imagesPresent = new Map<string, Promise<Image | undefined>>();
     let sandboxRead: Promise<RuntimeSandbox> | undefined;
-    // The new sandbox's status (its IP, for the pod status) is read while the first container starts:
+    // Otherwise (a host-network pod) the new sandbox's status is read while the first container starts:
     // StartContainer takes long enough to hide it, CreateContainer would wait on it in containerd.
     const readNewSandbox = () => {
       if (actions.createSandbox && !sandboxRead) {
@@ -198,10 +203,12 @@ export class KubeRuntime {
       }
       try {
         sandboxId = await this.sandboxes.create(pod, sandboxConfig);
-        if (toStart.some(usesPodIP)) {
+        // The pod's /etc/hosts names its IPs: a pod on the pod network waits for them too.
+        if (toStart.some(usesPodIP) || (toStart.length > 0 && !pod.spec?.hostNetwork)) {
           sandboxRead = this.sandboxes.read(sandboxId, actions.attempt);
           result.created.sandbox = await sandboxRead;
           podIP = result.created.sandbox.ip;
+          additionalIPs = result.created.sandbox.additionalIps;
         }
         result.changed = true;
       } catch (err) {
@@ -229,9 +236,15 @@ export class KubeRuntime {
       return result;
     }
 
+    // Written once per sync, when the first container's config asks for it (upstream makeHostsMount).
+    let hostsFile: Promise<string | undefined> | undefined;
+    const podIPs = pod.spec?.hostNetwork ? (hostIP ? [hostIP] : []) : podIP ? [podIP, ...additionalIPs] : [];
+    const ensureHostsFile = () =>
+      (hostsFile ??= this.options.clock.track(this.options.network.hostsFile(pod, podIPs)));
     await Promise.all(
       toStart.map(async (container) => {
         const outcome = await this.containers.start(pod, container, startFrom, {
+          hostsFile: ensureHostsFile,
           sandboxId,
           sandboxConfig,
           podIP,

@@ -11,6 +11,7 @@ import {
   type RuntimeService,
 } from '@nodelet/cri';
 import type { Clock } from '@nodelet/kernel';
+import type { PodNetwork } from '../network/index.js';
 import type { RuntimeCache } from '../runtime-cache.js';
 import type { RuntimeSandbox } from '../runtime-pod.js';
 import { sandboxSecurityContext } from './security-context.js';
@@ -27,6 +28,8 @@ export interface SandboxOptions {
   podLogsDir: string;
   clock: Clock;
   cache: RuntimeCache;
+  /** The pod's hostname and DNS config (network/). */
+  network: PodNetwork;
 }
 
 interface SandboxNetwork {
@@ -51,8 +54,15 @@ export class PodSandboxes {
     private readonly options: SandboxOptions,
   ) {}
 
-  /** Creates the pod's sandbox (and its log directory); returns its id. */
+  /**
+   * Creates the pod's sandbox (and its log directory); returns its id. The hostname and DNS config are
+   * worked out here, strictly: what upstream refuses (an FQDN too long, an unreadable resolv.conf) fails
+   * the creation with its message.
+   */
   async create(pod: Pod, config: PodSandboxConfig): Promise<string> {
+    const { network, clock } = this.options;
+    config.hostname = network.sandboxHostname(pod);
+    config.dnsConfig = await clock.track(network.dnsConfig(pod));
     await this.options.clock.track(mkdir(config.logDirectory, { recursive: true }));
     const { podSandboxId } = await this.options.cache.creating(pod.metadata!.uid!, () =>
       this.runtime.runPodSandbox({ config, runtimeHandler: pod.spec?.runtimeClassName ?? '' }),
@@ -126,8 +136,8 @@ export class PodSandboxes {
     return PodSandboxConfig.fromPartial({
       metadata: { name: meta.name!, namespace, uid: meta.uid!, attempt },
       // A host-network pod has the node's hostname (upstream sets none; runc refuses one without a UTS
-      // namespace of the pod's own).
-      hostname: pod.spec?.hostNetwork ? '' : (pod.spec?.hostname ?? meta.name!),
+      // namespace of the pod's own). Names too long for the kernel are cut (network/hostname.ts).
+      hostname: this.options.network.lenientSandboxHostname(pod),
       logDirectory: podLogsDirectory(this.options.podLogsDir, namespace, meta.name!, meta.uid!),
       portMappings: ports.map((p) => ({
         protocol: p.protocol === 'UDP' ? Protocol.UDP : p.protocol === 'SCTP' ? Protocol.SCTP : Protocol.TCP,

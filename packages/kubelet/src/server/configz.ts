@@ -19,6 +19,9 @@ export function kubeletConfigz(c: KubeletPluginConfig): Record<string, unknown> 
     readOnlyPort: c.readOnlyPort,
     podLogsDir: c.podLogsDir,
     maxPods: c.maxPods ?? 110,
+    ...(c.clusterDNS?.length ? { clusterDNS: c.clusterDNS } : {}),
+    ...(c.clusterDomain ? { clusterDomain: c.clusterDomain } : {}),
+    resolvConf: c.resolvConf ?? '/etc/resolv.conf',
   };
   if (s) {
     Object.assign(out, {

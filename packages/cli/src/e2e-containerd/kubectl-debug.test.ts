@@ -1,0 +1,138 @@
+import { spawn } from 'node:child_process';
+import test from 'ava';
+import { systemEnv } from '@nodelet/proxy';
+import { requireContainerd } from '@nodelet/runtime-cri/testing';
+import { pollUntil } from '../test-helpers.js';
+import { BUSYBOX, nodeName, sweepNode } from './helpers.js';
+import { kubectlPath, NodeletUp, requireKubectl } from './nodelet-up.js';
+
+/**
+ * `kubectl debug` on `nodelet up --runtime containerd`, as a user debugs a running pod: kubectl adds an
+ * ephemeral container through pods/ephemeralcontainers, the kubelet starts it in the target container's
+ * process namespace, kubectl attaches to it, and what the user types runs there (`ps` sees the target's
+ * processes). The ephemeral container is then shown terminated and is not restarted.
+ */
+const containerd = await requireContainerd(test);
+const kubectl = requireKubectl(test);
+
+if (containerd && kubectl) {
+  const node = nodeName('debug');
+  let up: NodeletUp | undefined;
+
+  /** kubectl with `line` on its input, which ends once its output shows `until` (bounded: 60 s). */
+  const interactive = (args: string[], line: string, until: string) =>
+    new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
+      const child = spawn(kubectlPath, ['--kubeconfig', up!.kubeconfig, ...args], { env: systemEnv() });
+      let stdout = '';
+      let stderr = '';
+      const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
+      child.stdout.setEncoding('utf8').on('data', (d: string) => {
+        stdout += d;
+        if (stdout.includes(until)) child.stdin.end();
+      });
+      child.stderr.setEncoding('utf8').on('data', (d: string) => (stderr += d));
+      child.on('close', (code) => {
+        clearTimeout(timer);
+        resolve({ code, stdout, stderr });
+      });
+      child.stdin.write(line);
+    });
+
+  test.before(async () => {
+    up = await NodeletUp.start(['--runtime', 'containerd', '--hostname-override', node]);
+    await up.waitNodeReady(node);
+  });
+
+  test.after.always(async () => {
+    await up?.stop();
+    await sweepNode(containerd.endpoint, node);
+    up?.dispose();
+  });
+
+  test('kubectl debug -i --target: a shell in the pod that sees the target’s processes', async (t) => {
+    await up!.kubectlOk(
+      ['apply', '-f', '-'],
+      `apiVersion: v1
+kind: Pod
+metadata: {name: web}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: web
+    image: ${BUSYBOX}
+    imagePullPolicy: Never
+    command: ["sleep", "3600"]
+`,
+    );
+    await up!.kubectlOk(['wait', '--for=condition=Ready', 'pod/web', '--timeout=60s']);
+    // As a user types: a line, then the answer, and only then the end of input (containerd detaches
+    // an attach's output once its input ends, as upstream).
+    const r = await interactive(
+      [
+        'debug',
+        'web',
+        '-i',
+        `--image=${BUSYBOX}`,
+        '--image-pull-policy=Never',
+        '--target=web',
+        '--container=debugger',
+        '--',
+        'sh',
+      ],
+      'echo in-debugger; ps -o args; echo listed; exit 3\n',
+      'listed\n',
+    );
+    t.regex(r.stdout, /in-debugger\n/);
+    t.regex(r.stdout, /^sleep 3600$/m, 'ps shows the target container’s process');
+    t.is(r.code, 0, r.stderr);
+    const state = await pollUntil(
+      'the debugger to be shown terminated',
+      async () => {
+        const out = await up!.kubectlOk([
+          'get',
+          'pod',
+          'web',
+          '-o',
+          'jsonpath={.status.ephemeralContainerStatuses[0].state.terminated.exitCode}',
+        ]);
+        return out !== '' ? out : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 250 },
+    );
+    t.is(state, '3');
+    const spec = await up!.kubectlOk([
+      'get',
+      'pod',
+      'web',
+      '-o',
+      'jsonpath={.spec.ephemeralContainers[0].name}',
+    ]);
+    t.is(spec, 'debugger');
+    const logs = await up!.kubectlOk(['logs', 'web', '-c', 'debugger']);
+    t.regex(logs, /in-debugger\n[^]*listed\n/);
+    const phase = await up!.kubectlOk(['get', 'pod', 'web', '-o', 'jsonpath={.status.phase}']);
+    t.is(phase, 'Running', 'the pod keeps running');
+  });
+
+  test('the API refuses to change or remove an ephemeral container, naming the field', async (t) => {
+    await pollUntil(
+      'the pod of the first test',
+      async () => ((await up!.kubectl(['get', 'pod', 'web'])).code === 0 ? true : undefined),
+      { timeoutMs: 60_000, intervalMs: 250 },
+    );
+    const r = await up!.kubectl([
+      'patch',
+      'pod',
+      'web',
+      '--subresource=ephemeralcontainers',
+      '--type=json',
+      '-p',
+      '[{"op":"add","path":"/spec/ephemeralContainers","value":[{"name":"x","image":"busybox","ports":[{"containerPort":80}]}]}]',
+    ]);
+    t.not(r.code, 0);
+    t.regex(
+      r.stderr,
+      /spec\.ephemeralContainers\[0\]\.ports: Forbidden: cannot be set for an Ephemeral Container/,
+    );
+  });
+}
