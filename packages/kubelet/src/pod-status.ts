@@ -7,6 +7,7 @@ import type {
   PodPhase,
   PodStatus,
 } from '@nodelet/api';
+import { limitTerminationMessages } from './kuberuntime/termination-message.js';
 import {
   latestContainer,
   previousContainer,
@@ -273,6 +274,7 @@ export function generatePodStatus(inputs: StatusInputs): PodStatus {
     containerStatuses: appStatuses,
     qosClass: qosClass(pod),
   };
+  limitTerminationMessages(pod, status);
   return status;
 }
 

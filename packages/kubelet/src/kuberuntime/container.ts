@@ -1,6 +1,7 @@
 import type { Container, Pod, Service } from '@nodelet/api';
 import {
   ContainerConfig,
+  ContainerState,
   type Image,
   containerLogPath,
   CriAnnotations,
@@ -22,6 +23,7 @@ import type { RuntimeCache } from '../runtime-cache.js';
 import { containerStateFromCri, type RuntimeContainer, type RuntimePodStatus } from '../runtime-pod.js';
 import { containerMounts } from './mounts.js';
 import { NODE_NAME_LABEL } from './sandbox.js';
+import { exitedContainerMessage, terminationMessageMount } from './termination-message.js';
 
 export interface ContainerOptions {
   nodeName: string;
@@ -40,6 +42,8 @@ export interface ContainerOptions {
   allocatable?: () => Record<string, string>;
   /** Where the pod's events go (invalid envFrom keys). */
   bus?: EventBus;
+  /** Kubelet root directory: termination-message files live under `<root>/pods/<uid>/containers/` (none without). */
+  rootDir?: string;
 }
 
 /** What one container's start came to. */
@@ -101,7 +105,10 @@ export class PodContainers {
       finishedAt: nanosToMs(s.finishedAt),
       exitCode: s.exitCode,
       reason: s.reason,
-      message: s.message,
+      message:
+        s.state === ContainerState.CONTAINER_EXITED
+          ? await this.options.clock.track(exitedContainerMessage(s))
+          : s.message,
       restartCount: Number(s.annotations[CriAnnotations.ContainerRestartCount] ?? 0),
       hash: s.annotations[CriAnnotations.ContainerHash] ?? '',
     };
@@ -311,6 +318,10 @@ export class PodContainers {
     const mounts = await options.clock.track(
       containerMounts(container, target.volumePaths, env, target.readOnlyVolumes),
     );
+    const message = options.rootDir
+      ? await options.clock.track(terminationMessageMount(options.rootDir, meta.uid!, container))
+      : undefined;
+    if (message) mounts.push(message);
     const res = containerResources(pod, container, this.options.memoryCapacityBytes);
     return ContainerConfig.fromPartial({
       metadata: { name: container.name, attempt: restartCount },

@@ -29,7 +29,7 @@ import { PodSandboxes } from './sandbox.js';
  */
 export interface KubeRuntimeOptions extends Pick<
   ContainerOptions,
-  'objects' | 'services' | 'allocatable' | 'bus'
+  'objects' | 'services' | 'allocatable' | 'bus' | 'rootDir'
 > {
   nodeName: string;
   podLogsDir: string;
