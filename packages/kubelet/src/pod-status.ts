@@ -7,6 +7,7 @@ import type {
   PodPhase,
   PodStatus,
 } from '@nodelet/api';
+import { foreignConditions, unreadyGatesMessage } from './readiness-gates.js';
 import { limitTerminationMessages } from './kuberuntime/termination-message.js';
 import {
   latestContainer,
@@ -232,7 +233,11 @@ export function generatePodStatus(inputs: StatusInputs): PodStatus {
   const sandboxReady = !!sandbox?.ready && (!!sandbox.ip || !!spec.hostNetwork);
   const completed = phase === 'Succeeded' || phase === 'Failed';
 
+  // Conditions others own are kept; the readiness gates among them decide Ready once the containers are.
+  const foreign = foreignConditions(pod);
+  const gates = containersReady && !completed ? unreadyGatesMessage(pod, foreign) : '';
   const conditions: PodCondition[] = [
+    ...foreign,
     condition('PodReadyToStartContainers', sandboxReady, now, previous),
     condition(
       'Initialized',
@@ -244,11 +249,11 @@ export function generatePodStatus(inputs: StatusInputs): PodStatus {
     ),
     condition(
       'Ready',
-      containersReady && !completed,
+      containersReady && !completed && !gates,
       now,
       previous,
-      completed ? 'PodCompleted' : 'ContainersNotReady',
-      completed ? '' : `containers with unready status: [${notReady.join(' ')}]`,
+      gates ? 'ReadinessGatesNotReady' : completed ? 'PodCompleted' : 'ContainersNotReady',
+      gates || (completed ? '' : `containers with unready status: [${notReady.join(' ')}]`),
     ),
     condition(
       'ContainersReady',
