@@ -258,6 +258,8 @@ export function generatePodStatus(inputs: StatusInputs): PodStatus {
   const sandbox = runtime.sandboxes[0];
   const sandboxReady = !!sandbox?.ready && (!!sandbox.ip || !!spec.hostNetwork);
   const completed = phase === 'Succeeded' || phase === 'Failed';
+  // Upstream's reason of ContainersReady and Ready in a terminal phase.
+  const terminalReason = phase === 'Failed' ? 'PodFailed' : 'PodCompleted';
 
   // Conditions others own are kept; the readiness gates among them decide Ready once the containers are.
   const foreign = foreignConditions(pod);
@@ -278,7 +280,7 @@ export function generatePodStatus(inputs: StatusInputs): PodStatus {
       containersReady && !completed && !gates,
       now,
       previous,
-      gates ? 'ReadinessGatesNotReady' : completed ? 'PodCompleted' : 'ContainersNotReady',
+      gates ? 'ReadinessGatesNotReady' : completed ? terminalReason : 'ContainersNotReady',
       gates || (completed ? '' : `containers with unready status: [${notReady.join(' ')}]`),
     ),
     condition(
@@ -286,7 +288,7 @@ export function generatePodStatus(inputs: StatusInputs): PodStatus {
       containersReady && !completed,
       now,
       previous,
-      completed ? 'PodCompleted' : 'ContainersNotReady',
+      completed ? terminalReason : 'ContainersNotReady',
       completed ? '' : `containers with unready status: [${notReady.join(' ')}]`,
     ),
     condition('PodScheduled', true, now, previous),

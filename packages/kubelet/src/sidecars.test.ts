@@ -125,6 +125,7 @@ test('a Job-like pod (restartPolicy Never) is Succeeded once its app exits 0; th
   await h.clock.advance(10_000);
   const status = h.status('uid-job');
   t.is(status.phase, 'Succeeded', JSON.stringify(status));
+  t.like(cond(h, 'uid-job', 'Ready'), { status: 'False', reason: 'PodCompleted' });
   t.is(status.containerStatuses![0]!.state?.terminated?.exitCode, 0);
   t.truthy(status.initContainerStatuses![0]!.state?.terminated, 'the sidecar was stopped');
   const mainStart = starts.find((s) => s.name === 'main')!.at;

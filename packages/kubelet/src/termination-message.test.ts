@@ -125,5 +125,7 @@ test('FallbackToLogsOnError: a failed container with an empty file gets its last
   t.is(by('ok')?.message, undefined, 'exit 0: no fallback');
   t.is(by('file')?.message, 'from file', 'the file wins when it is not empty');
   t.is(by('policy')?.message, undefined, 'policy File: the log is not read');
+  const ready = h.status('uid-fallback').conditions?.find((x) => x.type === 'ContainersReady');
+  t.like(ready, { status: 'False', reason: 'PodFailed' }, 'a Failed pod: reason PodFailed, as upstream');
   await h.kubelet.stop();
 });
