@@ -316,7 +316,7 @@ export class KubeRuntime {
         minGraceSeconds: this.options.minimumGracePeriodSeconds ?? 2,
       },
       async (c, grace) => {
-        await this.containers.kill(pod, c, gracePeriodOverride ?? grace);
+        await this.containers.kill(pod, c, grace ?? gracePeriodOverride);
         changed = true;
       },
     );

@@ -7,7 +7,8 @@ import { isSidecar } from '../sidecar-actions.js';
  * The order a pod's containers stop in (upstream kuberuntime_termination_order.go): app containers (and
  * regular init containers) at once; each sidecar only once every app container and every later
  * sidecar has exited — so sidecars stop after the app, in reverse order — but never waiting past the
- * grace period. A sidecar that waited gets the grace left, at least the minimum.
+ * grace period (an override's, when given). A sidecar that waited gets the grace left, at least the
+ * minimum. (Upstream runs a sidecar's preStop hook before this wait; here the wait comes first.)
  *
  *   app, app … ──exited──► sidecar[n-1] ──exited──► sidecar[n-2] … ──► sidecar[0]
  */
