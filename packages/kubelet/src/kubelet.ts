@@ -172,6 +172,7 @@ export class Kubelet {
       bus,
       nodeName: options.nodeName,
       podLogsDir: options.podLogsDir,
+      rootDir: options.rootDir,
       memoryCapacityBytes: options.memoryCapacityBytes ?? totalmem(),
       clock,
       logger: this.logger.child('kuberuntime'),

@@ -1,6 +1,7 @@
 import type { Container, Pod } from '@nodelet/api';
 import { hashContainer } from './container-hash.js';
 import { latestContainer, type RuntimeContainer, type RuntimePodStatus } from './runtime-pod.js';
+import { computeInitContainerActions, hasSidecars } from './sidecar-actions.js';
 
 /**
  * What one sync of a pod must do, computed from the desired spec and what the runtime holds — upstream's
@@ -11,6 +12,7 @@ import { latestContainer, type RuntimeContainer, type RuntimePodStatus } from '.
  *   sandbox ready ──► init containers not all done? ──► next init container (or kill pod: Never + failed)
  *                 └─► app containers: start the ones that should run, kill changed / unhealthy / unknown
  *                     nothing to keep and nothing to start ──► kill pod (stop the sandbox)
+ * A pod with sidecars decides its init containers as upstream's SidecarContainers (sidecar-actions.ts).
  */
 export interface ContainerToKill {
   container: RuntimeContainer;
@@ -26,6 +28,8 @@ export interface PodActions {
   /** Attempt number of the sandbox to create. */
   attempt: number;
   nextInitContainerToStart?: Container;
+  /** Pods with sidecars: the init containers to start, in order, before `containersToStart`. */
+  initContainersToStart?: Container[];
   containersToStart: Container[];
   /** Ephemeral containers (`kubectl debug`) never started yet: started once, never restarted. */
   ephemeralContainersToStart: Container[];
@@ -36,6 +40,8 @@ export interface PodActions {
 export interface ProbeVerdicts {
   livenessFailed(containerId: string): boolean;
   startupFailed(containerId: string): boolean;
+  /** Whether a running container's startup probe has succeeded (sidecars wait for it); default true. */
+  started?(containerId: string, container: Container): boolean;
 }
 
 const noProbeFailures: ProbeVerdicts = { livenessFailed: () => false, startupFailed: () => false };
@@ -119,6 +125,7 @@ export function computePodActions(
 ): PodActions {
   const spec = pod.spec!;
   const sandbox = podSandboxChanged(pod, status);
+  const sidecars = hasSidecars(pod);
   const actions: PodActions = {
     killPod: sandbox.changed,
     createSandbox: sandbox.changed,
@@ -142,6 +149,15 @@ export function computePodActions(
       actions.createSandbox = false;
       return actions;
     }
+    if (sidecars) {
+      // Any app container created before: the pod was initialized, and there is nothing left to run.
+      if (toStart.length === 0 && spec.containers.some((c) => latestContainer(status, c.name))) {
+        actions.createSandbox = false;
+        return actions;
+      }
+      actions.initContainersToStart = [spec.initContainers![0]!];
+      return actions;
+    }
     if ((spec.initContainers ?? []).length > 0) {
       actions.nextInitContainerToStart = spec.initContainers![0];
       return actions;
@@ -156,7 +172,11 @@ export function computePodActions(
     (c) => !latestContainer(status, c.name),
   ) as Container[];
 
-  const init = findNextInitContainerToRun(pod, status);
+  if (sidecars) {
+    const initialized = computeInitContainerActions(pod, status, probes, actions);
+    if (actions.killPod || !initialized) return actions;
+  }
+  const init = sidecars ? { done: true as const } : findNextInitContainerToRun(pod, status);
   if (!init.done) {
     if (init.next) {
       const failed = init.lastStatus && isInitContainerFailed(init.lastStatus);
@@ -211,7 +231,11 @@ export function computePodActions(
     }
     actions.containersToKill.push({ container: c, ...kill });
   }
-  if (keepCount === 0 && actions.containersToStart.length === 0) actions.killPod = true;
+  if (keepCount === 0 && actions.containersToStart.length === 0) {
+    actions.killPod = true;
+    // Sidecars do not keep a pod alive whose app containers are done.
+    if (sidecars) actions.initContainersToStart = [];
+  }
   return actions;
 }
 

@@ -7,6 +7,9 @@ import type {
   PodPhase,
   PodStatus,
 } from '@nodelet/api';
+import { foreignConditions, unreadyGatesMessage } from './readiness-gates.js';
+import { isSidecar } from './sidecar-actions.js';
+import { limitTerminationMessages } from './kuberuntime/termination-message.js';
 import {
   latestContainer,
   previousContainer,
@@ -103,7 +106,7 @@ export function containerStatus(
   if (latest?.state === 'running') {
     status.state = { running: { startedAt: rfc3339(latest.startedAt) } };
     status.started = inputs.started(latest.id, container);
-    status.ready = !isInit && status.started && inputs.ready(latest.id, container);
+    status.ready = (!isInit || isSidecar(container)) && status.started && inputs.ready(latest.id, container);
   } else if (latest?.state === 'exited') {
     // A dead container that will be restarted shows as waiting (CrashLoopBackOff while backing off),
     // with the dead one as lastState — as kubectl users know it.
@@ -116,11 +119,11 @@ export function containerStatus(
   } else if (waiting) {
     status.state = { waiting: { reason: waiting.reason, message: waiting.message } };
   }
-  if (isInit && status.state?.terminated?.exitCode === 0) status.ready = true;
+  if (isInit && !isSidecar(container) && status.state?.terminated?.exitCode === 0) status.ready = true;
   return status;
 }
 
-/** Upstream getPhase (regular init containers; sidecar init containers are not supported yet). */
+/** Upstream getPhase, with sidecars (restartable init containers). */
 export function getPhase(
   pod: Pod,
   init: ContainerStatus[],
@@ -131,6 +134,7 @@ export function getPhase(
   let pendingInit = 0;
   let failedInit = 0;
   for (const container of spec.initContainers ?? []) {
+    if (isSidecar(container)) continue; // counted below, beside the app containers
     const s = init.find((c) => c.name === container.name);
     if (!s) {
       pendingInit++;
@@ -153,6 +157,26 @@ export function getPhase(
   let waiting = 0;
   let stopped = 0;
   let succeeded = 0;
+  // Sidecars: running ones count (not yet started: still initializing); exited ones do not count at all.
+  for (const container of (spec.initContainers ?? []).filter(isSidecar)) {
+    const s = init.find((c) => c.name === container.name);
+    if (!s) {
+      unknown++;
+    } else if (s.state?.running) {
+      if (!s.started) pendingInit++;
+      running++;
+    } else if (s.state?.terminated) {
+      // not counted
+    } else if (s.state?.waiting) {
+      if (!s.lastState?.terminated) {
+        pendingInit++;
+        waiting++;
+      }
+    } else {
+      pendingInit++;
+      unknown++;
+    }
+  }
   for (const container of spec.containers) {
     const s = app.find((c) => c.name === container.name);
     if (!s) unknown++;
@@ -203,11 +227,12 @@ function condition(
 export function generatePodStatus(inputs: StatusInputs): PodStatus {
   const { pod, runtime, now, previous } = inputs;
   const spec = pod.spec!;
-  const initDone = (spec.initContainers ?? []).every(
-    (c) =>
-      latestContainer(runtime, c.name)?.state === 'exited' &&
-      latestContainer(runtime, c.name)?.exitCode === 0,
-  );
+  // Init containers are done when each exited 0 — a sidecar when it is running and started.
+  const initDone = (spec.initContainers ?? []).every((c) => {
+    const latest = latestContainer(runtime, c.name);
+    if (isSidecar(c)) return latest?.state === 'running' && inputs.started(latest.id, c);
+    return latest?.state === 'exited' && latest.exitCode === 0;
+  });
   const appStarted = spec.containers.some((c) => latestContainer(runtime, c.name));
   const initStatuses = (spec.initContainers ?? []).map((c) =>
     containerStatus(c, inputs, 'PodInitializing', true),
@@ -229,14 +254,23 @@ export function generatePodStatus(inputs: StatusInputs): PodStatus {
     ? 'Failed'
     : getPhase(pod, initStatuses, appStatuses, inputs.terminal);
   const initialized = initDone || appStarted;
-  const notReady = appStatuses.filter((s) => !s.ready).map((s) => s.name);
+  const sidecarStatuses = initStatuses.filter((_, i) => isSidecar(spec.initContainers![i]!));
+  const notReady = [...sidecarStatuses, ...appStatuses].filter((s) => !s.ready).map((s) => s.name);
   const containersReady = notReady.length === 0;
-  const pendingInit = initStatuses.filter((s) => !s.ready).map((s) => s.name);
+  const pendingInit = initStatuses
+    .filter((s, i) => (isSidecar(spec.initContainers![i]!) ? !s.started : !s.ready))
+    .map((s) => s.name);
   const sandbox = runtime.sandboxes[0];
   const sandboxReady = !!sandbox?.ready && (!!sandbox.ip || !!spec.hostNetwork);
   const completed = phase === 'Succeeded' || phase === 'Failed';
+  // Upstream's reason of ContainersReady and Ready in a terminal phase.
+  const terminalReason = phase === 'Failed' ? 'PodFailed' : 'PodCompleted';
 
+  // Conditions others own are kept; the readiness gates among them decide Ready once the containers are.
+  const foreign = foreignConditions(pod);
+  const gates = containersReady && !completed ? unreadyGatesMessage(pod, foreign) : '';
   const conditions: PodCondition[] = [
+    ...foreign,
     condition('PodReadyToStartContainers', sandboxReady, now, previous),
     condition(
       'Initialized',
@@ -248,18 +282,18 @@ export function generatePodStatus(inputs: StatusInputs): PodStatus {
     ),
     condition(
       'Ready',
-      containersReady && !completed,
+      containersReady && !completed && !gates,
       now,
       previous,
-      completed ? 'PodCompleted' : 'ContainersNotReady',
-      completed ? '' : `containers with unready status: [${notReady.join(' ')}]`,
+      gates ? 'ReadinessGatesNotReady' : completed ? terminalReason : 'ContainersNotReady',
+      gates || (completed ? '' : `containers with unready status: [${notReady.join(' ')}]`),
     ),
     condition(
       'ContainersReady',
       containersReady && !completed,
       now,
       previous,
-      completed ? 'PodCompleted' : 'ContainersNotReady',
+      completed ? terminalReason : 'ContainersNotReady',
       completed ? '' : `containers with unready status: [${notReady.join(' ')}]`,
     ),
     condition('PodScheduled', true, now, previous),
@@ -279,6 +313,7 @@ export function generatePodStatus(inputs: StatusInputs): PodStatus {
     ...(ephemeralStatuses.length ? { ephemeralContainerStatuses: ephemeralStatuses } : {}),
     qosClass: qosClass(pod),
   };
+  limitTerminationMessages(pod, status);
   return status;
 }
 

@@ -265,7 +265,7 @@ test('RuntimeCache: a container status is reused only while lists show the conta
   t.is(cache.runningContainer('c4'), undefined, 'the kubelet stops it');
 });
 
-test('a new pod waits for its sandbox IP only when a container environment takes it', async (t) => {
+test('a new pod on the pod network creates no container before its sandbox IP is known (its /etc/hosts and env name it)', async (t) => {
   const k = countingKubelet();
   t.teardown(() => k.stop());
   await k.kubelet.start();
@@ -290,10 +290,11 @@ test('a new pod waits for its sandbox IP only when a container environment takes
     k.runtime
       .listContainers({})
       .then((r) => r.containers.map((c) => c.labels['io.kubernetes.pod.name']).sort());
-  t.deepEqual(await created(), ['plain'], 'the container without the pod IP did not wait for it');
+  t.deepEqual(await created(), [], 'neither container is created while the IP is unknown');
 
   answer();
   await k.clock.advance(0);
+  await k.kubelet.workers.whenIdle();
   t.deepEqual(await created(), ['plain', 'with-ip']);
   const { containers } = await k.runtime.listContainers({});
   const id = containers.find((c) => c.labels['io.kubernetes.pod.name'] === 'with-ip')!.id;
@@ -302,7 +303,7 @@ test('a new pod waits for its sandbox IP only when a container environment takes
   t.regex(podIP ?? '', /^\d+\.\d+\.\d+\.\d+$/);
   t.is(env.POD_IP, podIP ?? '');
   t.true(k.running('uid-plain') && k.running('uid-with-ip'));
-  t.is(k.calls.get('podSandboxStatus'), 2);
+  t.is(k.calls.get('podSandboxStatus'), 2, 'one PodSandboxStatus per pod');
 });
 
 test('a sandbox whose pause process died is seen by the next relist and replaced, not at the next resync', async (t) => {

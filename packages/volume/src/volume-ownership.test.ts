@@ -53,3 +53,16 @@ test('no fsGroup: nothing changes', async (t) => {
   await setVolumeOwnership(dir, undefined, { readOnly: true });
   t.is(statSync(join(dir, 'sub', 'file')).mode & 0o7777, 0o400);
 });
+
+test('fsGroupChangePolicy OnRootMismatch: a root that already has group, modes and setgid is not walked again', async (t) => {
+  if (!isRoot) return t.pass('needs root to chown');
+  const dir = tree(t);
+  await setVolumeOwnership(dir, 2345, { readOnly: false });
+  // A file that lost its group bits since: OnRootMismatch leaves it, Always mends it.
+  chmodSync(join(dir, 'sub', 'file'), 0o600);
+  await setVolumeOwnership(dir, 2345, { readOnly: false, changePolicy: 'OnRootMismatch' });
+  t.is(statSync(join(dir, 'sub', 'file')).mode & 0o7777, 0o600, 'the root matched: not walked');
+  await setVolumeOwnership(dir, 3456, { readOnly: false, changePolicy: 'OnRootMismatch' });
+  t.is(statSync(join(dir, 'sub', 'file')).gid, 3456, 'another group: the root mismatches, walked');
+  t.is(statSync(join(dir, 'sub', 'file')).mode & 0o7777, 0o660);
+});

@@ -15,6 +15,12 @@ export interface OwnershipOptions {
   readOnly: boolean;
   /** Told of the first chown/chmod that failed (e.g. not running as root). */
   onError?: (what: string, path: string, err: Error) => void;
+  /**
+   * The pod's `fsGroupChangePolicy`: `OnRootMismatch` leaves the volume as it is when its root
+   * directory already has the group, the permissions and setgid (upstream requiresPermissionChange) —
+   * a large volume is not walked again at every mount. `Always` (the default) walks it.
+   */
+  changePolicy?: 'Always' | 'OnRootMismatch';
 }
 
 const rwMask = 0o660;
@@ -28,6 +34,7 @@ export async function setVolumeOwnership(
   options: OwnershipOptions,
 ): Promise<void> {
   if (fsGroup === undefined) return;
+  if (options.changePolicy === 'OnRootMismatch' && !(await needsChange(dir, fsGroup, options.readOnly))) return;
   const reported = new Set<string>();
   const report = (what: string, path: string, err: Error) => {
     if (reported.has(what)) return;
@@ -46,4 +53,12 @@ export async function setVolumeOwnership(
     await chmod(path, (info.mode & 0o7777) | mask).catch((err: Error) => report('chmod', path, err));
   };
   await visit(dir);
+}
+
+/** Whether the root directory lacks the group, the permission bits or setgid that fsGroup gives. */
+async function needsChange(dir: string, fsGroup: number, readOnly: boolean): Promise<boolean> {
+  const info = await lstat(dir).catch(() => undefined);
+  if (!info?.isDirectory() || info.gid !== fsGroup) return true;
+  const wanted = (readOnly ? roMask : rwMask) | execMask;
+  return (info.mode & wanted) !== wanted || (info.mode & setgid) === 0;
 }

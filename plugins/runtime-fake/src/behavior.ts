@@ -33,6 +33,11 @@ export interface ContainerBehavior {
   stdout?: string;
   /** Written to the container's stderr when it starts. */
   stderr?: string;
+  /**
+   * Written, as the process exits, to the host file mounted at the container's termination-message path
+   * (its `io.kubernetes.container.terminationMessagePath` annotation, default /dev/termination-log).
+   */
+  terminationMessage?: string;
   // Probes (httpGet, tcpSocket, grpc; answered by the runtime, see probes.ts):
   /** Every probe of the container fails (HTTP 500, connection refused, NOT_SERVING). */
   probeFail?: boolean;
@@ -74,6 +79,7 @@ const FIELDS: Record<string, { field: keyof ContainerBehavior; kind: Kind }> = {
   failStart: { field: 'failStart', kind: 'text' },
   stdout: { field: 'stdout', kind: 'text' },
   stderr: { field: 'stderr', kind: 'text' },
+  terminationMessage: { field: 'terminationMessage', kind: 'text' },
   probeFail: { field: 'probeFail', kind: 'bool' },
   livenessFail: { field: 'livenessFail', kind: 'bool' },
   readinessFail: { field: 'readinessFail', kind: 'bool' },
@@ -266,6 +272,7 @@ export interface ResolvedBehavior {
   readonly failStart: string | undefined;
   readonly stdout: string | undefined;
   readonly stderr: string | undefined;
+  readonly terminationMessage: string | undefined;
   /** Undefined: every probe succeeds. */
   readonly probes: ProbeScript | undefined;
   /** Simulated usage while running; zero when not scripted. */
@@ -308,6 +315,7 @@ export const PLAIN_BEHAVIOR: ResolvedBehavior = Object.freeze({
   failStart: undefined,
   stdout: undefined,
   stderr: undefined,
+  terminationMessage: undefined,
   probes: undefined,
   usage: NO_USAGE,
 });
@@ -346,6 +354,7 @@ export function resolveBehavior(layers: readonly ContainerBehavior[]): ResolvedB
     failStart: b.failStart,
     stdout: b.stdout,
     stderr: b.stderr,
+    terminationMessage: b.terminationMessage,
     probes: resolveProbeScript(b),
     usage:
       b.cpuMillicores || b.memoryBytes || b.diskBytes

@@ -1,5 +1,6 @@
 import { type Clock, NodeletError } from '@nodelet/kernel';
-import { ContainerState } from '@nodelet/cri';
+import { writeFileSync } from 'node:fs';
+import { ContainerState, CriAnnotations } from '@nodelet/cri';
 import { SIGKILL_EXIT_CODE } from './behavior.js';
 import { msToNs } from './cri-log.js';
 import type { ContainerRecord } from './records.js';
@@ -36,6 +37,7 @@ export class ContainerLifecycle {
     c.exitCode = exitCode;
     c.reason = reason ?? (exitCode === 0 ? 'Completed' : 'Error');
     c.message = message ?? '';
+    writeTerminationMessage(c);
     this.release(c);
   }
 
@@ -85,5 +87,23 @@ export class ContainerLifecycle {
     const waiters = c.waiters;
     c.waiters = undefined;
     if (waiters) for (const resolve of waiters) resolve();
+  }
+}
+
+/**
+ * A scripted termination message, written as the process ends to the host file of the mount at the
+ * container's termination-message path, as a real process writes its /dev/termination-log. Without
+ * such a mount there is nowhere to write, as in a real container whose file is not mounted.
+ */
+function writeTerminationMessage(c: ContainerRecord): void {
+  const text = c.behavior.terminationMessage;
+  if (text === undefined) return;
+  const path = c.config.annotations[CriAnnotations.ContainerTerminationMessagePath] ?? '/dev/termination-log';
+  const mount = c.config.mounts.find((m) => m.containerPath === path);
+  if (!mount) return;
+  try {
+    writeFileSync(mount.hostPath, text);
+  } catch {
+    // a file the kubelet removed meanwhile: the message is lost, as a real container's would be
   }
 }

@@ -1,4 +1,7 @@
 // Scripted container behaviour on the virtual clock: exits, stops, crash loops, start delays, failures, scripts.
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import test from 'ava';
 import { ContainerState } from '@nodelet/cri';
 import {
@@ -220,4 +223,32 @@ test('a malformed behaviour annotation fails RunPodSandbox, naming the annotatio
     err!.message,
     /^annotation "runtime-fake.nodelet.dev\/app": unknown key "exitAftr"; known keys: startDelay, exitAfter/,
   );
+});
+
+test('terminationMessage: written as the process exits to the host file mounted at the termination-message path', async (t) => {
+  const { clock, runtime } = setup();
+  const dir = mkdtempSync(join(tmpdir(), 'fake-termination-'));
+  const file = join(dir, 'msg');
+  const custom = join(dir, 'custom');
+  writeFileSync(file, '');
+  writeFileSync(custom, '');
+  const pod = await runPod(runtime, 'msg', {
+    annotations: {
+      ...behave('main', 'exitAfter=1s,exitCode=1,terminationMessage="out of cheese"'),
+      ...behave('other', 'terminationMessage=custom'),
+    },
+  });
+  await startContainer(runtime, pod, 'main', {
+    mounts: [{ containerPath: '/dev/termination-log', hostPath: file }],
+  });
+  const other = await startContainer(runtime, pod, 'other', {
+    annotations: { 'io.kubernetes.container.terminationMessagePath': '/tmp/why' },
+    mounts: [{ containerPath: '/tmp/why', hostPath: custom }],
+  });
+  t.is(readFileSync(file, 'utf8'), '', 'nothing before the exit');
+  await clock.advance(1000);
+  t.is(readFileSync(file, 'utf8'), 'out of cheese');
+  await runtime.stopContainer({ containerId: other, timeout: 0n });
+  t.is(readFileSync(custom, 'utf8'), 'custom', 'any exit writes it, at the annotated path');
+  rmSync(dir, { recursive: true, force: true });
 });

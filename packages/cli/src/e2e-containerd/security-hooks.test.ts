@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
 import { requireContainerd } from '@nodelet/runtime-cri/testing';
@@ -220,5 +220,66 @@ if (containerd) {
     );
     t.true(termAt - deletedAt >= 4.9, 'SIGTERM only after the preStop sleep');
     t.true(goneAt - deletedAt < 10, 'gone within the grace period');
+  });
+
+  test('a Localhost seccomp profile that is not there: CreateContainerError naming the file; other pods run', async (t) => {
+    const pod = `seccomp-${node}`;
+    ws.write(
+      'seccomp.yaml',
+      manifest(
+        'seccomp',
+        `  containers:
+  - name: main
+    image: ${BUSYBOX}
+    command: ["sleep", "3600"]
+    securityContext:
+      seccompProfile: {type: Localhost, localhostProfile: profiles/absent.json}
+`,
+      ),
+    );
+    const p = await k!.waitPod(
+      pod,
+      'CreateContainerError',
+      (p) => containerStatus(p, 'main')?.state?.waiting?.reason === 'CreateContainerError',
+    );
+    const message = containerStatus(p, 'main')?.state?.waiting?.message ?? '';
+    t.true(message.includes(join(ws.root, 'seccomp', 'profiles', 'absent.json')), message);
+  });
+
+  test('preStop httpGet: to the pod IP on a named port, as kube-lifecycle, before SIGTERM', async (t) => {
+    const pod = `webhook-${node}`;
+    // busybox httpd runs <www>/cgi-bin/hook for GET /cgi-bin/hook: it records the request in the hostPath.
+    const www = join(shared, 'www');
+    mkdirSync(join(www, 'cgi-bin'), { recursive: true });
+    writeFileSync(
+      join(www, 'cgi-bin', 'hook'),
+      '#!/bin/sh\necho "$REQUEST_METHOD $REQUEST_URI $HTTP_USER_AGENT" > /shared/prestop-request\n' +
+        'printf "Content-Type: text/plain\\r\\n\\r\\nok\\n"\n',
+      { mode: 0o755 },
+    );
+    ws.write(
+      'webhook.yaml',
+      manifest(
+        'webhook',
+        `  containers:
+  - name: main
+    image: ${BUSYBOX}
+    command: ["sh", "-c", "echo serving; exec httpd -f -p 8080 -h /shared/www"]
+    ports: [{name: http, containerPort: 8080}]
+    volumeMounts: [{name: shared, mountPath: /shared}]
+    lifecycle:
+      preStop:
+        httpGet: {path: /cgi-bin/hook, port: http}
+  volumes: [{name: shared, hostPath: {path: ${shared}}}]
+`,
+      ),
+    );
+    await logUntil(pod, (l) => l.includes('serving'));
+    ws.remove('webhook.yaml');
+    await pollUntil('the pod to be gone', async () => ((await k!.pod(pod)) ? undefined : true), {
+      timeoutMs: 30_000,
+      intervalMs: 200,
+    });
+    t.is(readFileSync(join(shared, 'prestop-request'), 'utf8'), 'GET /cgi-bin/hook kube-lifecycle/1.34\n');
   });
 }

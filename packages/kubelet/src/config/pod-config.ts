@@ -10,6 +10,7 @@ import type { Clock, EventBus, Logger } from '@nodelet/kernel';
 import type { PodSourceName } from '../events.js';
 import type { Subscription } from 'rxjs';
 import type { PodSource } from './source.js';
+import { readinessGateView } from '../readiness-gates.js';
 
 export interface PodConfigOptions {
   bus: EventBus;
@@ -263,7 +264,10 @@ function isMirror(pod: Pod): boolean {
   return pod.metadata?.annotations?.[ConfigMirrorAnnotation] !== undefined;
 }
 
-/** What upstream compares to decide that a pod of the same UID changed. */
+/**
+ * What upstream compares to decide that a pod of the same UID changed — and the conditions of its
+ * readiness gates, which upstream reconciles with a sync of its own.
+ */
 function differsSemantically(existing: Pod, candidate: Pod): boolean {
   const view = (p: Pod) => {
     const annotations = { ...p.metadata?.annotations };
@@ -274,6 +278,7 @@ function differsSemantically(existing: Pod, candidate: Pod): boolean {
       annotations,
       deletionTimestamp: p.metadata?.deletionTimestamp,
       deletionGracePeriodSeconds: p.metadata?.deletionGracePeriodSeconds,
+      readinessGates: readinessGateView(p),
     });
   };
   return view(existing) !== view(candidate);

@@ -23,6 +23,7 @@ import {
   type SecurityOptions,
   verifyRunAsNonRoot,
 } from './security-context.js';
+import { terminationMessageMount } from './termination-message.js';
 
 /** What building a container's config needs of the kubelet. */
 export interface ConfigDeps {
@@ -83,6 +84,10 @@ export async function containerConfig(
   );
   const hosts = hostsMount(container, await target.hostsFile?.());
   if (hosts) mounts.push(hosts);
+  const message = options.rootDir
+    ? await options.clock.track(terminationMessageMount(options.rootDir, meta.uid!, container))
+    : undefined;
+  if (message) mounts.push(message);
   const res = containerResources(pod, container, options.memoryCapacityBytes);
   return ContainerConfig.fromPartial({
     metadata: { name: container.name, attempt: restartCount },

@@ -1,6 +1,7 @@
 import type { Container, LifecycleHandler, Pod, Service } from '@nodelet/api';
 import {
   ContainerConfig,
+  ContainerState,
   type Image,
   CriAnnotations,
   CriLabels,
@@ -21,6 +22,7 @@ import type { RuntimeCache } from '../runtime-cache.js';
 import { containerStateFromCri, type RuntimeContainer, type RuntimePodStatus } from '../runtime-pod.js';
 import { type ConfigDeps, containerConfig } from './container-config.js';
 import type { SecurityOptions } from './security-context.js';
+import { exitedContainerMessage } from './termination-message.js';
 
 export interface ContainerOptions {
   nodeName: string;
@@ -43,6 +45,8 @@ export interface ContainerOptions {
   hooks?: LifecycleHookRunner;
   /** Seccomp settings of the node (default: profiles under /var/lib/kubelet/seccomp, no default profile). */
   security?: SecurityOptions;
+  /** Kubelet root directory: termination-message files live under `<root>/pods/<uid>/containers/` (none without). */
+  rootDir?: string;
 }
 
 /** How a container is stopped: who asked, and what the pod's network is (for a preStop `httpGet`). */
@@ -130,7 +134,10 @@ export class PodContainers {
       finishedAt: nanosToMs(s.finishedAt),
       exitCode: s.exitCode,
       reason: s.reason,
-      message: s.message,
+      message:
+        s.state === ContainerState.CONTAINER_EXITED
+          ? await this.options.clock.track(exitedContainerMessage(s))
+          : s.message,
       restartCount: Number(s.annotations[CriAnnotations.ContainerRestartCount] ?? 0),
       hash: s.annotations[CriAnnotations.ContainerHash] ?? '',
     };

@@ -23,6 +23,8 @@ import type { PodNetwork } from '../network/index.js';
 import type { VolumeManager } from '../volume/index.js';
 import { type ContainerOptions, PodContainers, usesPodIP } from './container.js';
 import { PodSandboxes } from './sandbox.js';
+import { isSidecar } from '../sidecar-actions.js';
+import { killInTerminationOrder } from './termination-order.js';
 
 /**
  * The kubelet's side of CRI (upstream kuberuntime_manager.go): reads a pod's state back from the runtime
@@ -32,7 +34,7 @@ import { PodSandboxes } from './sandbox.js';
  */
 export interface KubeRuntimeOptions extends Pick<
   ContainerOptions,
-  'objects' | 'services' | 'allocatable' | 'bus' | 'hooks' | 'security'
+  'objects' | 'services' | 'allocatable' | 'bus' | 'hooks' | 'security' | 'rootDir'
 > {
   nodeName: string;
   podLogsDir: string;
@@ -175,9 +177,15 @@ export class KubeRuntime {
     let podIP = status.sandboxes[0]?.ip ?? '';
     let additionalIPs = status.sandboxes[0]?.additionalIps ?? [];
     const sandboxConfig = this.sandboxes.config(pod, actions.attempt);
+    // Init containers start one after the other, before the app containers (sidecars: several a sync);
+    // ephemeral containers first, whatever the init containers do.
+    const initsToStart: Container[] =
+      actions.initContainersToStart ??
+      (actions.nextInitContainerToStart ? [actions.nextInitContainerToStart] : []);
     const toStart: Container[] = [
       ...actions.ephemeralContainersToStart,
-      ...(actions.nextInitContainerToStart ? [actions.nextInitContainerToStart] : actions.containersToStart),
+      ...initsToStart,
+      ...actions.containersToStart,
     ];
     // A pod's first start waits on containerd for every call in turn, so what does not depend on the
     // sandbox runs beside its creation: volumes, and whether the images are present. The sandbox's IP is
@@ -241,32 +249,45 @@ export class KubeRuntime {
     const podIPs = pod.spec?.hostNetwork ? (hostIP ? [hostIP] : []) : podIP ? [podIP, ...additionalIPs] : [];
     const ensureHostsFile = () =>
       (hostsFile ??= this.options.clock.track(this.options.network.hostsFile(pod, podIPs)));
-    await Promise.all(
-      toStart.map(async (container) => {
-        const outcome = await this.containers.start(pod, container, startFrom, {
-          hostsFile: ensureHostsFile,
-          sandboxId,
-          sandboxConfig,
-          podIP,
-          hostIP,
-          volumePaths,
-          readOnlyVolumes: this.volumes.readOnlyVolumes(pod),
-          imagePresent: imagesPresent.get(container.name),
-          created: readNewSandbox,
-          pidTarget: pidTargetOf(container, status),
-        });
-        if (outcome.started) {
-          result.waiting.delete(container.name);
-          result.changed = true;
-          result.created.containerIds.push(outcome.containerId!);
-        } else {
-          // Started, then killed (its postStart hook failed): the pod's containers are read again.
-          if (outcome.containerId) result.changed = result.killed = true;
-          result.waiting.set(container.name, outcome.waiting!);
-          if (outcome.retryAt !== undefined) wants(outcome.retryAt - this.options.clock.now());
-        }
-      }),
-    );
+    const start = async (container: Container): Promise<boolean> => {
+      const outcome = await this.containers.start(pod, container, startFrom, {
+        hostsFile: ensureHostsFile,
+        sandboxId,
+        sandboxConfig,
+        podIP,
+        hostIP,
+        volumePaths,
+        readOnlyVolumes: this.volumes.readOnlyVolumes(pod),
+        imagePresent: imagesPresent.get(container.name),
+        created: readNewSandbox,
+        pidTarget: pidTargetOf(container, status),
+      });
+      if (outcome.started) {
+        result.waiting.delete(container.name);
+        result.changed = true;
+        result.created.containerIds.push(outcome.containerId!);
+      } else {
+        // Started, then killed (its postStart hook failed): the pod's containers are read again.
+        if (outcome.containerId) result.changed = result.killed = true;
+        result.waiting.set(container.name, outcome.waiting!);
+        if (outcome.retryAt !== undefined) wants(outcome.retryAt - this.options.clock.now());
+      }
+      return outcome.started;
+    };
+    await Promise.all(actions.ephemeralContainersToStart.map(start));
+    let initsStarted = true;
+    for (const container of initsToStart) {
+      const started = await start(container);
+      // A sidecar running is what the next init container waits for: sync again for it at once (its
+      // start is no news to PLEG's next relist, which this sync already saw).
+      if (started && isSidecar(container)) wants(0);
+      // A sidecar that cannot start (backing off) does not hold the others back; an init container does.
+      if (!started && !isSidecar(container)) {
+        initsStarted = false;
+        break;
+      }
+    }
+    if (initsStarted) await Promise.all(actions.containersToStart.map(start));
     // Containers that need nothing (running, or exited and done for good under the restart policy) have
     // no waiting reason: a container whose start failed under `Never` shows as terminated, as upstream.
     for (const name of [...result.waiting.keys()]) {
@@ -313,11 +334,23 @@ export class KubeRuntime {
       });
     }
     const podIP = status.sandboxes.find((s) => s.ready)?.ip ?? '';
-    await Promise.all(
-      running.map(async (c) => {
-        await this.containers.kill(pod, c, { gracePeriodOverride, podIP });
+    // Sidecars stop after the app containers, in reverse order (termination-order.ts).
+    await killInTerminationOrder(
+      pod,
+      running,
+      {
+        clock: this.options.clock,
+        graceSeconds:
+          gracePeriodOverride ??
+          pod.metadata?.deletionGracePeriodSeconds ??
+          pod.spec?.terminationGracePeriodSeconds ??
+          30,
+        minGraceSeconds: this.options.minimumGracePeriodSeconds ?? 2,
+      },
+      async (c, grace) => {
+        await this.containers.kill(pod, c, { gracePeriodOverride: grace ?? gracePeriodOverride, podIP });
         changed = true;
-      }),
+      },
     );
     for (const sb of status.sandboxes.filter((s) => s.ready)) {
       await this.runtime.stopPodSandbox({ podSandboxId: sb.id });

@@ -1,4 +1,5 @@
 import type { Container, Pod } from '@nodelet/api';
+import { isSidecar } from '../sidecar-actions.js';
 import type { RuntimeService } from '@nodelet/cri';
 import type { Clock, EventBus, Logger } from '@nodelet/kernel';
 import { type Observable, Subject } from 'rxjs';
@@ -87,7 +88,9 @@ export class ProberManager implements ProbeVerdicts, WorkerHost {
     const sandbox = runtime.sandboxes[0];
     const podIP = sandbox?.ip || (pod.spec?.hostNetwork ? hostIP : '');
     const wanted = workers ? new Set<string>() : undefined;
-    for (const container of pod.spec?.containers ?? []) {
+    // Sidecars (init containers with restartPolicy Always) are probed like app containers.
+    const probed = [...(pod.spec?.initContainers ?? []).filter(isSidecar), ...(pod.spec?.containers ?? [])];
+    for (const container of probed) {
       if (!container.livenessProbe && !container.readinessProbe && !container.startupProbe) continue;
       const latest = latestContainer(runtime, container.name);
       const running = latest?.state === 'running';

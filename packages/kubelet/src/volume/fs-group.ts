@@ -8,8 +8,10 @@ import { podRef } from '../image-puller.js';
  * does not fail the mount for it.
  */
 export function applyFsGroup(ctx: VolumeMountContext, fsGroup: number, readOnly: boolean): Promise<void> {
+  const policy = ctx.pod.spec?.securityContext?.fsGroupChangePolicy;
   return setVolumeOwnership(ctx.dir, fsGroup, {
     readOnly,
+    ...(policy === 'OnRootMismatch' ? { changePolicy: policy } : {}),
     onError: (what, path, err) =>
       ctx.logger.warn(`fsGroup: ${what} failed`, {
         pod: podRef(ctx.pod),
