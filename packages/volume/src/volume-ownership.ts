@@ -34,7 +34,8 @@ export async function setVolumeOwnership(
   options: OwnershipOptions,
 ): Promise<void> {
   if (fsGroup === undefined) return;
-  if (options.changePolicy === 'OnRootMismatch' && !(await needsChange(dir, fsGroup, options.readOnly))) return;
+  if (options.changePolicy === 'OnRootMismatch' && !(await needsChange(dir, fsGroup, options.readOnly)))
+    return;
   const reported = new Set<string>();
   const report = (what: string, path: string, err: Error) => {
     if (reported.has(what)) return;
