@@ -167,6 +167,39 @@ test('on termination sidecars stop after the app containers, in reverse order', 
   await h.kubelet.stop();
 });
 
+test('a sidecar’s preStop runs at once, beside the app’s stop; its wait for its turn comes after', async (t) => {
+  const h = await startHarness();
+  const stops = recordStops(h);
+  const hookRan: number[] = [];
+  const exec = h.runtime.execSync.bind(h.runtime);
+  h.runtime.execSync = async (req: Parameters<typeof exec>[0]) => {
+    if (req.cmd.join(' ') === 'drain') hookRan.push(h.clock.elapsed());
+    return exec({ ...req, cmd: ['true'] });
+  };
+  h.source.set([
+    makePod(
+      'hooked-sidecar',
+      {
+        terminationGracePeriodSeconds: 30,
+        initContainers: [sidecar('proxy', { lifecycle: { preStop: { exec: { command: ['drain'] } } } })],
+        containers: [c('main')],
+      },
+      { [`${B}main`]: 'stopDelay=4s' },
+    ),
+  ]);
+  await h.clock.advance(5_000);
+  const t0 = h.clock.elapsed();
+  h.source.set([]);
+  await h.clock.advance(20_000);
+  t.deepEqual(
+    hookRan.map((at) => at - t0),
+    [0],
+    'the preStop ran when the pod began to stop (upstream: before waiting for the turn)',
+  );
+  t.is(stops.find((s) => s.name === 'proxy')!.at - t0, 4_000, 'SIGTERM only after the app exited');
+  await h.kubelet.stop();
+});
+
 test('a sidecar past the grace period is stopped anyway, with the minimum grace', async (t) => {
   const h = await startHarness();
   const stops = recordStops(h);

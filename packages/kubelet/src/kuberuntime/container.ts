@@ -22,6 +22,7 @@ import type { RuntimeCache } from '../runtime-cache.js';
 import { containerStateFromCri, type RuntimeContainer, type RuntimePodStatus } from '../runtime-pod.js';
 import { type ConfigDeps, containerConfig } from './container-config.js';
 import type { SecurityOptions } from './security-context.js';
+import type { WaitTurn } from './termination-order.js';
 import { exitedContainerMessage } from './termination-message.js';
 
 export interface ContainerOptions {
@@ -54,6 +55,8 @@ export interface KillOptions {
   gracePeriodOverride?: number;
   reason?: ContainerToKill['reason'] | 'FailedPostStartHook';
   podIP?: string;
+  /** Waits for the container's turn after its preStop (sidecars stop after the app, termination-order.ts). */
+  waitTurn?: WaitTurn;
 }
 
 /** What one container's start came to. */
@@ -159,7 +162,8 @@ export class PodContainers {
    * Stops a container as upstream's killContainer: the grace period setTerminationGracePeriod picks —
    * the pod's deletion grace period, else (for a kill a failed liveness or startup probe caused) that
    * probe's `terminationGracePeriodSeconds` when set, else the pod's — or the override; then the
-   * preStop hook, whose time counts against it (cut off when it is used up); then StopContainer with
+   * preStop hook, whose time counts against it (cut off when it is used up); then, for a sidecar, the
+   * wait for its turn (`waitTurn`), which counts too; then StopContainer with
    * what is left, never less than the minimum (2 s), so a container always gets a chance after SIGTERM.
    */
   async kill(pod: Pod, container: RuntimeContainer, options: KillOptions = {}): Promise<void> {
@@ -182,6 +186,7 @@ export class PodContainers {
     if (spec && preStop && grace > 0 && container.state === 'running') {
       grace -= await this.runPreStop(pod, spec, container.id, preStop, grace, options.podIP ?? '');
     }
+    if (options.waitTurn && grace > 0) grace -= await options.waitTurn(grace);
     if (grace < this.minGrace) grace = this.minGrace;
     this.options.cache.forgetContainer(container.id);
     await this.runtime.stopContainer({ containerId: container.id, timeout: BigInt(grace) });

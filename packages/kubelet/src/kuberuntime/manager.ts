@@ -335,23 +335,10 @@ export class KubeRuntime {
     }
     const podIP = status.sandboxes.find((s) => s.ready)?.ip ?? '';
     // Sidecars stop after the app containers, in reverse order (termination-order.ts).
-    await killInTerminationOrder(
-      pod,
-      running,
-      {
-        clock: this.options.clock,
-        graceSeconds:
-          gracePeriodOverride ??
-          pod.metadata?.deletionGracePeriodSeconds ??
-          pod.spec?.terminationGracePeriodSeconds ??
-          30,
-        minGraceSeconds: this.options.minimumGracePeriodSeconds ?? 2,
-      },
-      async (c, grace) => {
-        await this.containers.kill(pod, c, { gracePeriodOverride: grace ?? gracePeriodOverride, podIP });
-        changed = true;
-      },
-    );
+    await killInTerminationOrder(pod, running, this.options.clock, async (c, waitTurn) => {
+      await this.containers.kill(pod, c, { gracePeriodOverride, podIP, waitTurn });
+      changed = true;
+    });
     for (const sb of status.sandboxes.filter((s) => s.ready)) {
       await this.runtime.stopPodSandbox({ podSandboxId: sb.id });
       changed = true;

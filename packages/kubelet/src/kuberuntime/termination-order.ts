@@ -4,19 +4,25 @@ import type { RuntimeContainer } from '../runtime-pod.js';
 import { isSidecar } from '../sidecar-actions.js';
 
 /**
+ * Waits for a container's turn to stop, given the grace period it has left (seconds); resolves with the
+ * whole seconds it waited, which the caller takes from that grace period.
+ */
+export type WaitTurn = (graceSeconds: number) => Promise<number>;
+
+/**
  * The order a pod's containers stop in (upstream kuberuntime_termination_order.go): app containers (and
  * regular init containers) at once; each sidecar only once every app container and every later
- * sidecar has exited — so sidecars stop after the app, in reverse order — but never waiting past the
- * grace period (an override's, when given). A sidecar that waited gets the grace left, at least the
- * minimum. (Upstream runs a sidecar's preStop hook before this wait; here the wait comes first.)
+ * sidecar has exited — so sidecars stop after the app, in reverse order. As upstream, a sidecar's
+ * preStop hook runs first, then it waits for its turn — never past the grace period it has left — and
+ * StopContainer gets what remains (at least the minimum: the caller's `kill` sees to that).
  *
  *   app, app … ──exited──► sidecar[n-1] ──exited──► sidecar[n-2] … ──► sidecar[0]
  */
 export async function killInTerminationOrder(
   pod: Pod,
   running: readonly RuntimeContainer[],
-  options: { clock: Clock; graceSeconds: number; minGraceSeconds: number },
-  kill: (container: RuntimeContainer, graceOverride: number | undefined) => Promise<void>,
+  clock: Clock,
+  kill: (container: RuntimeContainer, waitTurn: WaitTurn | undefined) => Promise<void>,
 ): Promise<void> {
   const sidecarNames = (pod.spec?.initContainers ?? []).filter(isSidecar).map((c) => c.name);
   const sidecars = new Set(sidecarNames);
@@ -25,19 +31,17 @@ export async function killInTerminationOrder(
     .reverse()
     .map((name) => running.find((c) => c.name === name))
     .filter((c): c is RuntimeContainer => c !== undefined);
-  const { clock, graceSeconds, minGraceSeconds } = options;
-  const start = clock.now();
-  const deadline = start + graceSeconds * 1000;
   let before: Promise<unknown> = Promise.all(others.map((c) => kill(c, undefined)));
   const all: Promise<unknown>[] = [before];
   for (const sidecar of ordered) {
     const prior = before;
-    const stopped = (async () => {
-      await waitUntil(prior, deadline, clock);
+    const waitTurn: WaitTurn = async (graceSeconds) => {
+      const began = clock.now();
+      await waitUntil(prior, began + graceSeconds * 1000, clock);
       // Whole seconds waited, as upstream (its grace period is in seconds).
-      const waited = Math.floor((clock.now() - start) / 1000);
-      await kill(sidecar, waited > 0 ? Math.max(graceSeconds - waited, minGraceSeconds) : undefined);
-    })();
+      return Math.floor((clock.now() - began) / 1000);
+    };
+    const stopped = kill(sidecar, waitTurn);
     all.push(stopped);
     before = stopped;
   }
