@@ -7,16 +7,20 @@ import { BUSYBOX, nodeName, sweepNode } from './helpers.js';
 import { kubectlPath, NodeletUp, requireKubectl } from './nodelet-up.js';
 
 /**
- * `kubectl debug` on `nodelet up --runtime containerd`, as a user debugs a running pod: kubectl adds an
- * ephemeral container through pods/ephemeralcontainers, the kubelet starts it in the target container's
- * process namespace, kubectl attaches to it, and what the user types runs there (`ps` sees the target's
- * processes). The ephemeral container is then shown terminated and is not restarted.
+ * Container semantics on `nodelet up --runtime containerd`, seen through the real kubectl:
+ *
+ *  - `kubectl debug -i --target`: kubectl adds an ephemeral container through pods/ephemeralcontainers,
+ *    the kubelet starts it in the target container's process namespace, kubectl attaches to it, and
+ *    what the user types runs there (`ps` sees the target's processes); it is then shown terminated and
+ *    is not restarted;
+ *  - a failing postStart hook: the FailedPostStartHook Warning event, the container restarted;
+ *  - a pod for another OS: Failed with PodOSNotSupported.
  */
 const containerd = await requireContainerd(test);
 const kubectl = requireKubectl(test);
 
 if (containerd && kubectl) {
-  const node = nodeName('debug');
+  const node = nodeName('upctr');
   let up: NodeletUp | undefined;
 
   /** kubectl with `line` on its input, which ends once its output shows `until` (bounded: 60 s). */
@@ -133,6 +137,83 @@ spec:
     t.regex(
       r.stderr,
       /spec\.ephemeralContainers\[0\]\.ports: Forbidden: cannot be set for an Ephemeral Container/,
+    );
+  });
+
+  test('a failing postStart hook: the FailedPostStartHook event in kubectl, and the container restarted', async (t) => {
+    await up!.kubectlOk(
+      ['apply', '-f', '-'],
+      `apiVersion: v1
+kind: Pod
+metadata: {name: badhook}
+spec:
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: main
+    image: ${BUSYBOX}
+    imagePullPolicy: Never
+    command: ["sleep", "3600"]
+    lifecycle:
+      postStart:
+        exec: {command: ["sh", "-c", "exit 7"]}
+`,
+    );
+    const events = await pollUntil(
+      'the FailedPostStartHook event and a restart',
+      async () => {
+        const out = await up!.kubectlOk([
+          'get',
+          'events',
+          '--field-selector',
+          'involvedObject.name=badhook',
+          '-o',
+          'jsonpath={range .items[*]}{.type} {.reason} {.message}{"\\n"}{end}',
+        ]);
+        const restarts = await up!.kubectlOk([
+          'get',
+          'pod',
+          'badhook',
+          '-o',
+          'jsonpath={.status.containerStatuses[0].restartCount}',
+        ]);
+        return out.includes('FailedPostStartHook') && Number(restarts) >= 1 ? out : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
+    t.regex(events, /^Warning FailedPostStartHook PostStartHook failed$/m);
+    t.regex(events, /^Normal Killing FailedPostStartHook$/m);
+  });
+
+  test('a pod for another OS (spec.os.name: windows) is Failed with PodOSNotSupported', async (t) => {
+    await up!.kubectlOk(
+      ['apply', '-f', '-'],
+      `apiVersion: v1
+kind: Pod
+metadata: {name: windows}
+spec:
+  os: {name: windows}
+  containers:
+  - name: main
+    image: ${BUSYBOX}
+`,
+    );
+    const status = await pollUntil(
+      'the pod to be Failed',
+      async () => {
+        const out = await up!.kubectlOk([
+          'get',
+          'pod',
+          'windows',
+          '-o',
+          'jsonpath={.status.phase} {.status.reason} {.status.message}',
+        ]);
+        return out.startsWith('Failed') ? out : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
+    t.is(
+      status,
+      "Failed PodOSNotSupported Pod was rejected: Failed to admit pod as the OS field doesn't match node OS",
     );
   });
 }
