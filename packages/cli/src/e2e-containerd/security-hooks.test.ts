@@ -2,10 +2,11 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
 import { requireContainerd } from '@nodelet/runtime-cri/testing';
-import { pollUntil } from '../test-helpers.js';
+import { freePort, pollUntil } from '../test-helpers.js';
 import {
   BUSYBOX,
   containerStatus,
+  httpGet,
   isRunning,
   KubeletChild,
   manifest,
@@ -17,9 +18,10 @@ import {
 /**
  * securityContext and lifecycle hooks on real containerd, through the CLI as a user runs it: what the
  * container's processes see (`id -u`, CapEff, a read-only root, the fsGroup of an emptyDir, a bridge a
- * privileged container creates), runAsNonRoot refused for a root image, a postStart hook that runs
- * before the container shows Running, a failing one that restarts it, and a preStop hook whose time
- * delays SIGTERM within the grace period.
+ * privileged container creates), runAsNonRoot refused for a root image, a Localhost seccomp profile that
+ * is not there, a postStart hook that runs before the container shows Running, a failing one that
+ * restarts it, a preStop hook whose time delays SIGTERM within the grace period, a preStop httpGet to
+ * the pod, and a hostPort through the CNI portmap plugin.
  */
 const containerd = await requireContainerd(test);
 
@@ -281,5 +283,30 @@ if (containerd) {
       intervalMs: 200,
     });
     t.is(readFileSync(join(shared, 'prestop-request'), 'utf8'), 'GET /cgi-bin/hook kube-lifecycle/1.34\n');
+  });
+
+  test('hostPort: the CNI portmap plugin forwards the node’s 127.0.0.1:<hostPort> to the container', async (t) => {
+    const pod = `hostport-${node}`;
+    const hostPort = await freePort();
+    ws.write(
+      'hostport.yaml',
+      manifest(
+        'hostport',
+        `  containers:
+  - name: main
+    image: ${BUSYBOX}
+    command: ["sh", "-c", "mkdir -p /www && echo via-host-port > /www/index.html && echo serving && exec httpd -f -p 8080 -h /www"]
+    ports: [{containerPort: 8080, hostPort: ${hostPort}}]
+`,
+      ),
+    );
+    await logUntil(pod, (l) => l.includes('serving'));
+    const page = await pollUntil(
+      `GET http://127.0.0.1:${hostPort}/`,
+      () => httpGet('127.0.0.1', hostPort).catch(() => undefined),
+      { timeoutMs: 20_000, intervalMs: 200 },
+    );
+    t.deepEqual(page, { status: 200, body: 'via-host-port\n' });
+    ws.remove('hostport.yaml');
   });
 }
