@@ -52,7 +52,7 @@ if (containerd) {
       { timeoutMs: 60_000, intervalMs: 250, describe: () => k!.stderr().slice(-2000) },
     );
 
-  test('runAsUser 1000, readOnlyRootFilesystem, capabilities drop ALL: what the process sees', async (t) => {
+  test('runAsUser 1000, readOnlyRootFilesystem, capabilities drop ALL, no privilege escalation, RuntimeDefault seccomp: what the process sees', async (t) => {
     const pod = `locked-${node}`;
     ws.write(
       'locked.yaml',
@@ -61,17 +61,19 @@ if (containerd) {
         `  containers:
   - name: main
     image: ${BUSYBOX}
-    command: ["sh", "-c", "id -u; grep CapEff /proc/self/status; touch /probe 2>/dev/null && echo wrote-root || echo root-read-only; sleep 3600"]
+    command: ["sh", "-c", "id -u; grep -E '^(CapEff|NoNewPrivs|Seccomp):' /proc/self/status; touch /probe 2>/dev/null && echo wrote-root || echo root-read-only; sleep 3600"]
     securityContext:
       runAsUser: 1000
       readOnlyRootFilesystem: true
       allowPrivilegeEscalation: false
       capabilities: {drop: [ALL]}
+      seccompProfile: {type: RuntimeDefault}
 `,
       ),
     );
     const log = await logUntil(pod, (l) => /read-only|wrote-root/.test(l));
-    t.is(log, '1000\nCapEff:\t0000000000000000\nroot-read-only\n');
+    // Seccomp 2: a filter (RuntimeDefault); NoNewPrivs 1: allowPrivilegeEscalation false.
+    t.is(log, '1000\nCapEff:\t0000000000000000\nNoNewPrivs:\t1\nSeccomp:\t2\nroot-read-only\n');
   });
 
   test('fsGroup 2000: the emptyDir is group 2000 and the non-root user writes to it', async (t) => {
