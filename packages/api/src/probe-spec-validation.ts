@@ -8,6 +8,8 @@ import {
 import { portNameErrors } from './validation.js';
 import { list, obj, type Obj, oneOf } from './validation-shapes.js';
 
+// A container's probes and port references, validated as the API server does (a part of validatePod).
+
 const probeFields = [
   ['livenessProbe', 'liveness'],
   ['readinessProbe', 'readiness'],
