@@ -220,6 +220,13 @@ export function resolveKubeletSetup(flags: KubeletFlags, env: SetupEnv): Kubelet
   // Standalone, admission counts against it; joined, the Node's capacity carries it (apiServer below).
   if (kc.maxPods !== undefined) kubelet.maxPods = kc.maxPods;
   if (kc.seccompDefault !== undefined) kubelet.seccompDefault = kc.seccompDefault;
+  if (kc.systemReserved || kc.kubeReserved || kc.evictionHard) {
+    kubelet.reservation = {
+      ...(kc.systemReserved ? { systemReserved: kc.systemReserved } : {}),
+      ...(kc.kubeReserved ? { kubeReserved: kc.kubeReserved } : {}),
+      ...(kc.evictionHard ? { evictionHard: kc.evictionHard } : {}),
+    };
+  }
   if (kc.allowedUnsafeSysctls !== undefined) kubelet.allowedUnsafeSysctls = kc.allowedUnsafeSysctls;
   // Pods' DNS: resolv.conf from dnsPolicy, search paths and FQDNs under the cluster domain.
   if (kc.clusterDNS !== undefined) kubelet.clusterDNS = kc.clusterDNS;

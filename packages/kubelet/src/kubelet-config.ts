@@ -6,6 +6,8 @@ import { type AuthenticationConfig, defaultAuthentication } from './server/authn
 import { type AuthorizationConfig, defaultAuthorization } from './server/authz.js';
 import { opensslCiphers, tlsVersions } from './server/tls-options.js';
 import { SysctlAllowlist } from './sysctl-admission.js';
+import { type EvictionThreshold, parseEvictionThresholds } from './cm/node-allocatable.js';
+import { quantityValue } from '@nodelet/api';
 
 /**
  * The upstream KubeletConfiguration file (kubelet.config.k8s.io/v1beta1, `--config`). Fields nodelet
@@ -25,6 +27,11 @@ export interface KubeletConfigValues {
   maxPods?: number;
   /** RuntimeDefault seccomp for containers that set no profile. */
   seccompDefault?: boolean;
+  /** Resources held back for the OS and for the kubelet and runtime (node allocatable). */
+  systemReserved?: Record<string, string>;
+  kubeReserved?: Record<string, string>;
+  /** Hard eviction thresholds; given, they replace upstream's defaults (as upstream). */
+  evictionHard?: EvictionThreshold[];
   /** Unsafe (namespaced) sysctls pods may set; `prefix*` patterns. */
   allowedUnsafeSysctls?: string[];
   containerRuntimeEndpoint?: string;
@@ -173,6 +180,9 @@ const implemented: Record<string, Reader> = {
   eventBurst: (v, f, o) => (o.eventBurst = int(f, v, 1, 1_000_000)),
   maxPods: (v, f, o) => (o.maxPods = int(f, v, 1, 1_000_000)),
   seccompDefault: (v, f, o) => (o.seccompDefault = bool(f, v)),
+  systemReserved: (v, f, o) => (o.systemReserved = reservedResources(v, f)),
+  kubeReserved: (v, f, o) => (o.kubeReserved = reservedResources(v, f)),
+  evictionHard: (v, f, o) => (o.evictionHard = parseEvictionThresholds(stringMap(v, f), f)),
   allowedUnsafeSysctls: (v, f, o) => {
     if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) {
       throw new Error(`field "${f}" must be a list of sysctl names or patterns ending in *`);
@@ -261,7 +271,6 @@ const notYetImplemented = new Set([
   'contentType',
   'serializeImagePulls',
   'maxParallelImagePulls',
-  'evictionHard',
   'evictionSoft',
   'evictionSoftGracePeriod',
   'evictionPressureTransitionPeriod',
@@ -281,8 +290,6 @@ const notYetImplemented = new Set([
   'containerLogMaxWorkers',
   'containerLogMonitorInterval',
   'configMapAndSecretChangeDetectionStrategy',
-  'systemReserved',
-  'kubeReserved',
   'reservedSystemCPUs',
   'showHiddenMetricsForVersion',
   'systemReservedCgroup',
@@ -315,6 +322,37 @@ const notYetImplemented = new Set([
   'singleProcessOOMKill',
   'staticPodURLHeader',
 ]);
+
+/** A mapping of strings (`cpu: 500m`). */
+function stringMap(v: unknown, field: string): Record<string, string> {
+  if (
+    typeof v !== 'object' ||
+    v === null ||
+    Array.isArray(v) ||
+    Object.values(v).some((x) => typeof x !== 'string')
+  ) {
+    throw new Error(`field "${field}" must be a mapping of names to strings (e.g. memory: 500Mi)`);
+  }
+  return v as Record<string, string>;
+}
+
+/** `systemReserved`/`kubeReserved`: cpu, memory, ephemeral-storage and pid, each a valid quantity. */
+function reservedResources(v: unknown, field: string): Record<string, string> {
+  const map = stringMap(v, field);
+  for (const [resource, q] of Object.entries(map)) {
+    if (!['cpu', 'memory', 'ephemeral-storage', 'pid'].includes(resource)) {
+      throw new Error(
+        `field "${field}": "${resource}" cannot be reserved (cpu, memory, ephemeral-storage or pid)`,
+      );
+    }
+    try {
+      if (quantityValue(q) < 0) throw new Error('negative');
+    } catch {
+      throw new Error(`field "${field}.${resource}": "${q}" is not a non-negative quantity`);
+    }
+  }
+  return map;
+}
 
 export function readKubeletConfig(path: string, logger: Logger): KubeletConfigValues {
   const raw = readYamlFile(path);

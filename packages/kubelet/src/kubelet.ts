@@ -8,6 +8,7 @@ import type { Subscription } from 'rxjs';
 import { admissionNode, type AdmissionNode, PodAdmission, rejectedStatus } from './admission.js';
 import { type ApiServerOptions, NodeAgent } from './apiserver/index.js';
 import { allocatableOf, hostResources } from './apiserver/node-status.js';
+import { type ReservationConfig, validateNodeAllocatable } from './cm/node-allocatable.js';
 import { FileSource, PodConfig, type PodSource, UrlSource } from './config/index.js';
 import { Housekeeping } from './housekeeping.js';
 import { ImagePuller } from './image-puller.js';
@@ -67,6 +68,11 @@ export interface KubeletOptions extends PodNetworkSettings {
   tmpfsVolumes?: boolean;
   /** Join a cluster: register the node, run its API pods, report status (`--kubeconfig`). */
   apiServer?: ApiServerOptions;
+  /**
+   * What node allocatable holds back from pods: `systemReserved`, `kubeReserved` and the hard eviction
+   * thresholds (`evictionHard`; default: upstream's). A reservation above capacity stops the kubelet.
+   */
+  reservation?: ReservationConfig;
   /** RuntimeDefault seccomp for containers that ask for no profile (`seccompDefault`, default off). */
   seccompDefault?: boolean;
   /** Unsafe sysctls pods may set (`allowedUnsafeSysctls`; `prefix*` patterns); namespaced ones only. */
@@ -231,6 +237,10 @@ export class Kubelet {
       logger: this.logger,
     });
     this.sysctls = new SysctlAllowlist(options.allowedUnsafeSysctls);
+    if (options.reservation) {
+      const capacity = options.apiServer?.capacity ?? hostResources({ rootDir: options.rootDir }).capacity;
+      validateNodeAllocatable(capacity, options.reservation);
+    }
     this.admission = new PodAdmission({
       node: () => this.admissionNode(),
       activePods: () => this.activePods(),
@@ -367,10 +377,18 @@ export class Kubelet {
     const { options } = this;
     if (this.nodeAgent) return admissionNode(this.nodeAgent.node);
     if (!this.localNode) {
-      const { allocatable } = hostResources({ maxPods: options.maxPods, rootDir: options.rootDir });
-      // A simulated node's memory is the one it was given, less the hard eviction threshold.
+      const { reservation } = options;
+      const { allocatable } = hostResources({
+        maxPods: options.maxPods,
+        rootDir: options.rootDir,
+        reservation,
+      });
+      // A simulated node's memory is the one it was given, less its reservation.
       if (options.memoryCapacityBytes !== undefined)
-        allocatable.memory = allocatableOf({ memory: String(options.memoryCapacityBytes) }).memory!;
+        allocatable.memory = allocatableOf(
+          { memory: String(options.memoryCapacityBytes) },
+          reservation,
+        ).memory!;
       this.localNode = admissionNode({ nodeName: options.nodeName, hostname: options.nodeName, allocatable });
     }
     return this.localNode;

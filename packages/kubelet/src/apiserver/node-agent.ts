@@ -20,6 +20,7 @@ import { ApiError, type KubeApi, type Taint } from '@nodelet/client';
 import { MirrorPodManager } from './mirror-pods.js';
 import { NodeStatusController } from './node-controller.js';
 import { NodeLeaseController } from './node-lease.js';
+import type { ReservationConfig } from '../cm/node-allocatable.js';
 import { allocatableOf, hostResources, type NodeIdentity } from './node-status.js';
 import { PodEventSource } from './pod-event-source.js';
 import { PodStatusSyncer } from './status-sync.js';
@@ -82,6 +83,8 @@ export interface NodeAgentHost {
   activePods(): Pod[];
   /** The status the kubelet holds for each of its pods now. */
   podStatuses?(): { pod: Pod; status: PodStatus }[];
+  /** systemReserved, kubeReserved, evictionHard: what allocatable holds back (default: the thresholds). */
+  reservation?: ReservationConfig;
 }
 
 /**
@@ -122,7 +125,7 @@ export class NodeAgent {
     host.podConfig.register('api', () => 'api');
     const resources = options.capacity
       ? { capacity: { pods: String(options.maxPods ?? 110), ...options.capacity }, allocatable: {} }
-      : hostResources({ maxPods: options.maxPods, rootDir: host.rootDir });
+      : hostResources({ maxPods: options.maxPods, rootDir: host.rootDir, reservation: host.reservation });
     this.identity = {
       nodeName: host.nodeName,
       hostname: options.hostname ?? host.nodeName ?? osHostname(),
@@ -130,7 +133,9 @@ export class NodeAgent {
       labels: options.nodeLabels,
       taints: options.registerWithTaints,
       capacity: resources.capacity,
-      allocatable: options.capacity ? allocatableOf(resources.capacity) : resources.allocatable,
+      allocatable: options.capacity
+        ? allocatableOf(resources.capacity, host.reservation)
+        : resources.allocatable,
       kubeletPort: options.kubeletPort,
     };
     this.podEvents = new PodEventSource(host.bus, (uid) => this.pods.get(uid));

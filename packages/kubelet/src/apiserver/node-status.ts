@@ -1,7 +1,7 @@
 import { readFileSync, statfsSync } from 'node:fs';
 import { arch, cpus, release, totalmem } from 'node:os';
-import { quantityValue } from '@nodelet/api';
 import { type Node, type NodeCondition, type NodeStatus, rfc3339Seconds, type Taint } from '@nodelet/client';
+import { nodeAllocatable, type ReservationConfig } from '../cm/node-allocatable.js';
 
 /**
  * The Node object this kubelet registers and keeps current (upstream kubelet_node_status.go and the
@@ -63,45 +63,33 @@ export interface NodeHealth {
 export const goArch = (a: string = arch()): string =>
   a === 'x64' ? 'amd64' : a === 'ia32' ? '386' : a === 'ppc64' ? 'ppc64le' : a;
 
-/** Memory reserved by the default hard eviction threshold `memory.available<100Mi`. */
-const evictionMemoryBytes = 100 * 1024 * 1024;
-
 /**
  * Capacity of this host: CPUs, memory, `maxPods` pods, and the root directory's file system as
- * `ephemeral-storage`. Allocatable is capacity less the default hard eviction thresholds
- * (`memory.available<100Mi`, `nodefs.available<10%`), no kube or system reservation.
+ * `ephemeral-storage`. Allocatable is capacity less `systemReserved`, `kubeReserved` and the hard
+ * eviction thresholds (cm/node-allocatable.ts).
  */
-export function hostResources(options: { maxPods?: number; rootDir?: string } = {}): {
+export function hostResources(
+  options: { maxPods?: number; rootDir?: string; reservation?: ReservationConfig } = {},
+): {
   capacity: Record<string, string>;
   allocatable: Record<string, string>;
 } {
-  const memory = totalmem();
   const capacity: Record<string, string> = {
     cpu: String(cpus().length),
-    memory: `${Math.floor(memory / 1024)}Ki`,
+    memory: `${Math.floor(totalmem() / 1024)}Ki`,
     pods: String(options.maxPods ?? 110),
   };
-  const allocatable: Record<string, string> = {
-    cpu: capacity.cpu!,
-    memory: `${Math.floor(Math.max(0, memory - evictionMemoryBytes) / 1024)}Ki`,
-    pods: capacity.pods!,
-  };
   const fs = options.rootDir ? statfsOrUndefined(options.rootDir) : undefined;
-  if (fs) {
-    capacity['ephemeral-storage'] = `${Math.floor((fs.blocks * fs.bsize) / 1024)}Ki`;
-    allocatable['ephemeral-storage'] = String(Math.floor(fs.blocks * fs.bsize * 0.9));
-  }
-  return { capacity, allocatable };
+  if (fs) capacity['ephemeral-storage'] = `${Math.floor((fs.blocks * fs.bsize) / 1024)}Ki`;
+  return { capacity, allocatable: allocatableOf(capacity, options.reservation) };
 }
 
-/** Allocatable for configured capacity (simulated nodes): memory less 100Mi, the rest as given. */
-export function allocatableOf(capacity: Record<string, string>): Record<string, string> {
-  const out = { ...capacity };
-  if (capacity.memory) {
-    const bytes = quantityValue(capacity.memory);
-    out.memory = `${Math.floor(Math.max(0, bytes - evictionMemoryBytes) / 1024)}Ki`;
-  }
-  return out;
+/** Allocatable of a capacity (this host's, or a simulated node's as configured). */
+export function allocatableOf(
+  capacity: Record<string, string>,
+  reservation: ReservationConfig = {},
+): Record<string, string> {
+  return nodeAllocatable(capacity, reservation);
 }
 
 function statfsOrUndefined(path: string): { blocks: number; bsize: number } | undefined {

@@ -8,7 +8,7 @@ import { createLogger, EventBus, MemorySink, VirtualClock } from '@nodelet/kerne
 import { FakeRuntime } from '@nodelet/runtime-fake';
 import { BehaviorSubject } from 'rxjs';
 import { applyStaticPodDefaults, type PodSource } from '../config/index.js';
-import { Kubelet } from '../kubelet.js';
+import { Kubelet, type KubeletOptions } from '../kubelet.js';
 import { FakeKubeApi } from '@nodelet/client/testing';
 import type { ApiServerOptions } from './node-agent.js';
 
@@ -46,6 +46,8 @@ export async function startCluster(
     clock?: VirtualClock;
     runtime?: FakeRuntime;
     apiServer?: Partial<ApiServerOptions>;
+    /** Kubelet options beside the harness's (a reservation, say). */
+    kubelet?: Partial<KubeletOptions>;
     start?: boolean;
   } = {},
 ): Promise<ClusterHarness> {
@@ -72,6 +74,7 @@ export async function startCluster(
         clusterDNS: ['10.96.0.10'],
         clusterDomain: 'cluster.local',
         sources: [statics],
+        ...options.kubelet,
         apiServer: {
           api,
           capacity: { cpu: '4', memory: '8Gi', pods: '110' },
