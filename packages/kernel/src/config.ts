@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
-import { parseDocument } from 'yaml';
 import { ConfigError } from './errors.js';
 import { checkPlainSchema } from './plain-schema.js';
 
@@ -9,6 +8,8 @@ import { checkPlainSchema } from './plain-schema.js';
  * Configuration files: YAML parsed with positions, validated against a JSON Schema, errors that name
  * the file, the field and what is allowed. Flags override file values (`applyOverrides`).
  */
+// For the CommonJS packages loaded on first use.
+const require = createRequire(import.meta.url);
 let ajv: Ajv | undefined;
 const compiled = new WeakMap<object, ValidateFunction>();
 
@@ -21,7 +22,7 @@ export function validateConfig<T>(schema: object, value: unknown, origin: string
   let validate = compiled.get(schema);
   if (!validate) {
     // ajv is CommonJS, so `require` loads it here, synchronously, only when needed.
-    ajv ??= new (createRequire(import.meta.url)('ajv') as typeof import('ajv')).Ajv({
+    ajv ??= new (require('ajv') as typeof import('ajv')).Ajv({
       allErrors: true,
       useDefaults: true,
       strict: false,
@@ -76,6 +77,8 @@ export function readYamlFile(path: string): unknown {
 }
 
 export function parseYamlText(text: string, origin: string): unknown {
+  // Loaded on first use, like ajv: a process that reads no YAML file never pays for the package.
+  const { parseDocument } = require('yaml') as typeof import('yaml');
   const doc = parseDocument(text, { prettyErrors: true });
   if (doc.errors.length > 0) {
     const e = doc.errors[0]!;
