@@ -46,7 +46,7 @@ preferences:
 users:
 - name: kind-kind
   user:
-    token: abc.def_ghi
+    token:   abc.def_ghi
     as-groups:
     - system:masters
     - - nested
@@ -82,6 +82,9 @@ test('anything else is left to the yaml package, which reads it the same', (t) =
     '- a\n  - b\n',
     'a: 1\na: 2\n',
     'plain\n',
+    'null: a\n',
+    'true: a\n',
+    '1: a\n',
     '',
   ];
   for (const text of others) {

@@ -62,11 +62,12 @@ function mapping(lines: Line[], i: number, indent: number): [unknown, number] {
   while (i < lines.length && lines[i]!.indent >= indent) {
     const line = lines[i]!;
     const m = KEY.exec(line.text);
-    if (line.indent !== indent || !m || m[1] === '__proto__' || Object.hasOwn(out, m[1]!))
-      throw new NotPlain();
+    // A key must read as the same string (not null, a bool or a number) and be new.
+    if (line.indent !== indent || !m || scalar(m[1]!) !== m[1] || m[1] === '__proto__') throw new NotPlain();
+    if (Object.hasOwn(out, m[1]!)) throw new NotPlain();
     i++;
     if (m[2] !== undefined) {
-      out[m[1]!] = scalar(m[2]);
+      out[m[1]!] = scalar(m[2].trimStart());
       continue;
     }
     // `key:` alone: a nested block, deeper or (a sequence) at the same indent, else null.
