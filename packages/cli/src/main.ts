@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { run } from './cli.js';
+import { holdYoungGeneration } from './proxy-heap.js';
 
 /**
  * The `nodelet` command. Every error that stops a command is one line on stderr, `nodelet: <message>`,
@@ -9,6 +10,9 @@ const io = {
   stdout: (text: string) => void process.stdout.write(text),
   stderr: (text: string) => void process.stderr.write(text),
 };
+
+// A process-wide V8 setting, so here and not in `runProxy` (which tests and `nodelet up` call in-process).
+if (process.argv[2] === 'proxy') holdYoungGeneration();
 
 try {
   const result = await run(process.argv.slice(2), io);

@@ -1,8 +1,8 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, isAbsolute, resolve } from 'node:path';
 import { errorMessage } from '@nodelet/kernel';
-import { parse } from 'yaml';
 import type { KubeconfigSource } from './kubeconfig.js';
+import { parseKubeconfigText } from './kubeconfig-text.js';
 
 /**
  * A kubeconfig read without @kubernetes/client-node (whose import costs a second and tens of MiB): the
@@ -54,7 +54,7 @@ export function readRestConfig(source: string | KubeconfigSource): RestConfigRes
   if (!existsSync(kubeconfig)) throw new Error(`kubeconfig ${kubeconfig}: no such file`);
   let doc: Record<string, unknown>;
   try {
-    const parsed: unknown = parse(readFileSync(kubeconfig, 'utf8'));
+    const parsed: unknown = parseKubeconfigText(readFileSync(kubeconfig, 'utf8'));
     doc = parsed && typeof parsed === 'object' ? (parsed as Record<string, unknown>) : {};
   } catch (err) {
     throw new Error(`kubeconfig ${kubeconfig} could not be loaded: ${errorMessage(err).split('\n')[0]}`);

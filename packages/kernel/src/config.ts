@@ -1,19 +1,32 @@
 import { readFileSync } from 'node:fs';
-import { Ajv, type ErrorObject } from 'ajv';
-import { parseDocument } from 'yaml';
+import { createRequire } from 'node:module';
+import type { Ajv, ErrorObject, ValidateFunction } from 'ajv';
 import { ConfigError } from './errors.js';
+import { checkPlainSchema } from './plain-schema.js';
 
 /**
  * Configuration files: YAML parsed with positions, validated against a JSON Schema, errors that name
  * the file, the field and what is allowed. Flags override file values (`applyOverrides`).
  */
-const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: false });
-const compiled = new WeakMap<object, ReturnType<typeof ajv.compile>>();
+// For the CommonJS packages loaded on first use.
+const require = createRequire(import.meta.url);
+let ajv: Ajv | undefined;
+const compiled = new WeakMap<object, ValidateFunction>();
 
-/** Validates `value` in place (schema defaults are filled in); throws a ConfigError listing every problem. */
+/**
+ * Validates `value` in place (schema defaults are filled in); throws a ConfigError listing every problem.
+ * A plain schema and a valid value need no ajv (`checkPlainSchema`); ajv is loaded when one does.
+ */
 export function validateConfig<T>(schema: object, value: unknown, origin: string): T {
+  if (checkPlainSchema(schema, value) === 'valid') return value as T;
   let validate = compiled.get(schema);
   if (!validate) {
+    // ajv is CommonJS, so `require` loads it here, synchronously, only when needed.
+    ajv ??= new (require('ajv') as typeof import('ajv')).Ajv({
+      allErrors: true,
+      useDefaults: true,
+      strict: false,
+    });
     validate = ajv.compile(schema);
     compiled.set(schema, validate);
   }
@@ -64,6 +77,8 @@ export function readYamlFile(path: string): unknown {
 }
 
 export function parseYamlText(text: string, origin: string): unknown {
+  // Loaded on first use, like ajv: a process that reads no YAML file never pays for the package.
+  const { parseDocument } = require('yaml') as typeof import('yaml');
   const doc = parseDocument(text, { prettyErrors: true });
   if (doc.errors.length > 0) {
     const e = doc.errors[0]!;
