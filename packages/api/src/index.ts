@@ -12,3 +12,4 @@ export * from './human-duration.js';
 export * from './go-duration.js';
 export * from './pod-printing.js';
 export * from './go-quote.js';
+export * from './tolerations.js';

@@ -1,4 +1,4 @@
-import { milliCpu, type Pod, type PodStatus, quantityValue } from '@nodelet/api';
+import { milliCpu, type Pod, type PodStatus, quantityValue, untoleratedTaint } from '@nodelet/api';
 import type { EventBus, Logger } from '@nodelet/kernel';
 
 /**
@@ -19,6 +19,8 @@ export interface AdmissionNode {
   name: string;
   labels: Record<string, string>;
   allocatable: Record<string, string>;
+  /** The registered Node's taints: a pod from the API must tolerate its NoExecute ones. */
+  taints?: readonly { key: string; value?: string; effect: string }[];
 }
 
 /** Effective requests of a pod: the max of the largest init container's and the sum of the app containers'. */
@@ -50,21 +52,24 @@ function amount(name: string, q: string | number): number {
   }
 }
 
-/** What the pods running on a node use: how many, and the sum of their requests. */
+/** What the pods running on a node use: how many, the sum of their requests, their host ports. */
 export interface NodeUsage {
   pods: number;
   requests: Map<string, number>;
+  /** `protocol/hostIP/port` of every host port in use ('0.0.0.0' for all addresses). */
+  hostPorts: Set<string>;
 }
 
 /** The usage of `active` (the pods admitted and not terminal). */
 export function usageOf(active: readonly Pod[]): NodeUsage {
-  const usage: NodeUsage = { pods: 0, requests: new Map() };
+  const usage: NodeUsage = { pods: 0, requests: new Map(), hostPorts: new Set() };
   for (const p of active) addUsage(usage, p);
   return usage;
 }
 
 function addUsage(usage: NodeUsage, pod: Pod): void {
   usage.pods++;
+  for (const p of hostPortsOf(pod)) usage.hostPorts.add(p);
   for (const [name, v] of podRequests(pod)) usage.requests.set(name, (usage.requests.get(name) ?? 0) + v);
 }
 
@@ -87,6 +92,13 @@ export function admitPodWithUsage(pod: Pod, usage: NodeUsage, node: AdmissionNod
       };
     }
   }
+  if (hostPortsOf(pod).some((p) => hostPortTaken(p, usage.hostPorts))) {
+    return {
+      admit: false,
+      reason: 'NodePorts',
+      message: "Predicate NodePorts failed: node(s) didn't have free ports for the requested pod ports",
+    };
+  }
   const maxPods = Number(node.allocatable.pods ?? Infinity);
   if (usage.pods + 1 > maxPods) {
     return insufficient('pods', 1, usage.pods, maxPods);
@@ -99,7 +111,35 @@ export function admitPodWithUsage(pod: Pod, usage: NodeUsage, node: AdmissionNod
     const inUse = usage.requests.get(name) ?? 0;
     if (inUse + requested > capacity) return insufficient(name, requested, inUse, capacity);
   }
+  // Only NoExecute taints concern the kubelet (the scheduler minds NoSchedule); a static pod is the
+  // node's own and is not checked (it never reaches here with taints).
+  if (untoleratedTaint(node.taints ?? [], pod.spec?.tolerations ?? [], (t) => t.effect === 'NoExecute')) {
+    return {
+      admit: false,
+      reason: 'TaintToleration',
+      message: "Predicate TaintToleration failed: node(s) had taints that the pod didn't tolerate",
+    };
+  }
   return { admit: true };
+}
+
+/** The pod's host ports as `protocol/hostIP/port` (upstream's HostPortInfo). */
+function hostPortsOf(pod: Pod): string[] {
+  return [...(pod.spec?.initContainers ?? []), ...(pod.spec?.containers ?? [])].flatMap((c) =>
+    (c.ports ?? [])
+      .filter((p) => (p.hostPort ?? 0) > 0)
+      .map((p) => `${p.protocol ?? 'TCP'}/${p.hostIP || '0.0.0.0'}/${p.hostPort}`),
+  );
+}
+
+/** A host port conflicts with one in use on the same protocol and port, when either is on all addresses or both on one. */
+function hostPortTaken(port: string, inUse: ReadonlySet<string>): boolean {
+  const [protocol, ip, number] = port.split('/');
+  for (const used of inUse) {
+    const [p, i, n] = used.split('/');
+    if (p === protocol && n === number && (i === ip || i === '0.0.0.0' || ip === '0.0.0.0')) return true;
+  }
+  return false;
 }
 
 function insufficient(name: string, requested: number, used: number, capacity: number): AdmitResult {

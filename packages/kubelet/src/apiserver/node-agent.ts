@@ -224,6 +224,7 @@ export class NodeAgent {
       name: this.identity.nodeName,
       labels: Object.keys(labels).length > 0 ? labels : this.initialLabels(),
       allocatable: this.identity.allocatable,
+      taints: this.nodeStatus?.node?.spec?.taints ?? this.identity.taints ?? [],
     });
     if (!result.admit) {
       this.host.logger.warn('Pod rejected by admission', {
