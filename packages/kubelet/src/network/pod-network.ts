@@ -130,7 +130,9 @@ export class PodNetwork {
       this.deps.logger.once(`dns:${w.reason}`, 'warn', w.message);
       return;
     }
-    this.deps.logger.warn(w.message, { pod: `${pod.metadata?.namespace}/${pod.metadata?.name}` });
+    // The pod's Warning event says it; upstream logs no line of its own (a kubelet without cluster
+    // DNS — a standalone one — would warn at every new pod).
+    this.deps.logger.info(w.message, { pod: `${pod.metadata?.namespace}/${pod.metadata?.name}` });
     const meta = pod.metadata!;
     this.deps.bus?.emit('[Kubelet] Pod Event', {
       podUid: meta.uid!,
