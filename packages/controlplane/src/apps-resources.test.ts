@@ -9,7 +9,7 @@ let c: TestCluster;
 
 if (!kubectlMissing)
   test.before(async () => {
-    c = await startCluster({ controllers: { scheduler: false, endpointSlices: false } });
+    c = await startCluster({ controllers: { scheduler: false, endpointSlices: false, workloads: false } });
   });
 
 if (!kubectlMissing)

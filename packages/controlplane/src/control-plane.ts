@@ -12,6 +12,7 @@ import { EventRecorder } from './controllers/event-recorder.js';
 import { EndpointSliceController } from './controllers/endpointslice-controller.js';
 import { NamespaceController } from './controllers/namespace-controller.js';
 import { Scheduler } from './controllers/scheduler.js';
+import { ReplicaSetController } from './controllers/replicaset-controller.js';
 import { Authenticator } from './apiserver/authentication.js';
 import { StaticTokens } from './apiserver/token-file.js';
 import { ensureServiceAccountKey } from './serviceaccount/signing-key.js';
@@ -265,6 +266,12 @@ export class ControlPlane {
     if (o.controllers?.endpointSlices !== false) {
       this.controllers.push(
         new EndpointSliceController(registry, o.clock, logger.child('endpointslice-controller')),
+      );
+    }
+    if (o.controllers?.workloads !== false) {
+      const rsEvents = new EventRecorder(registry, o.clock, logger.child('events'), 'replicaset-controller');
+      this.controllers.push(
+        new ReplicaSetController(registry, o.clock, logger.child('replicaset-controller'), rsEvents),
       );
     }
     this.controllers.push(
