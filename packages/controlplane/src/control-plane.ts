@@ -13,6 +13,7 @@ import { EndpointSliceController } from './controllers/endpointslice-controller.
 import { NamespaceController } from './controllers/namespace-controller.js';
 import { Scheduler } from './controllers/scheduler.js';
 import { ReplicaSetController } from './controllers/replicaset-controller.js';
+import { DeploymentController } from './controllers/deployment-controller.js';
 import { Authenticator } from './apiserver/authentication.js';
 import { StaticTokens } from './apiserver/token-file.js';
 import { ensureServiceAccountKey } from './serviceaccount/signing-key.js';
@@ -272,6 +273,15 @@ export class ControlPlane {
       const rsEvents = new EventRecorder(registry, o.clock, logger.child('events'), 'replicaset-controller');
       this.controllers.push(
         new ReplicaSetController(registry, o.clock, logger.child('replicaset-controller'), rsEvents),
+      );
+      const deployEvents = new EventRecorder(
+        registry,
+        o.clock,
+        logger.child('events'),
+        'deployment-controller',
+      );
+      this.controllers.push(
+        new DeploymentController(registry, o.clock, logger.child('deployment-controller'), deployEvents),
       );
     }
     this.controllers.push(

@@ -152,6 +152,13 @@ export const deployments: ResourceType = {
       defaults(obj);
       bumpGeneration(obj, old, true);
     },
+    // A status write may also change annotations (the controller's revision annotation), as upstream.
+    prepareForStatusUpdate(obj, old) {
+      const metadata = { ...old.metadata };
+      if (obj.metadata.annotations) metadata.annotations = obj.metadata.annotations;
+      else delete metadata.annotations;
+      return { ...old, metadata, status: obj.status };
+    },
     validateUpdate: (obj, old) => [
       ...validateDeployment(obj),
       ...validateObjectMetaUpdate(obj.metadata, old.metadata),
