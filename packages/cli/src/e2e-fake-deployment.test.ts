@@ -112,4 +112,38 @@ if (kubectl) {
     ]);
     t.is(revision, '2');
   });
+
+  test.serial('kubectl delete deployment web: its ReplicaSets and pods go too', async (t) => {
+    await up.kubectlOk(['delete', 'deployment', 'web']);
+    await pollUntil(
+      'no ReplicaSets or pods of web',
+      async () => {
+        const rs = await up.kubectlOk(['get', 'rs', '-l', 'app=web', '-o', 'name']);
+        const pods = await up.kubectlOk(['get', 'pods', '-l', 'app=web', '-o', 'name']);
+        return rs.trim() === '' && pods.trim() === '' ? true : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 250, describe: () => up.stderr().slice(-2000) },
+    );
+    t.pass();
+  });
+
+  test.serial('kubectl delete deployment --cascade=orphan keeps the ReplicaSet and its pods', async (t) => {
+    await up.kubectlOk(['create', 'deployment', 'kept', '--image=nginx', '--replicas=2']);
+    const rollout = await up.kubectl(['rollout', 'status', 'deployment/kept', '--timeout=60s']);
+    t.is(rollout.code, 0, rollout.stderr);
+    await up.kubectlOk(['delete', 'deployment', 'kept', '--cascade=orphan']);
+    await pollUntil(
+      'the Deployment gone',
+      async () => {
+        const r = await up.kubectl(['get', 'deployment', 'kept']);
+        return r.code !== 0 ? true : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 250 },
+    );
+    const rs = JSON.parse(await up.kubectlOk(['get', 'rs', '-l', 'app=kept', '-o', 'json']));
+    t.is(rs.items.length, 1);
+    t.falsy(rs.items[0].metadata.ownerReferences);
+    const pods = await up.kubectlOk(['get', 'pods', '-l', 'app=kept', '-o', 'name']);
+    t.is(pods.trim().split('\n').length, 2);
+  });
 }

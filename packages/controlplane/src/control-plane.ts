@@ -14,6 +14,7 @@ import { NamespaceController } from './controllers/namespace-controller.js';
 import { Scheduler } from './controllers/scheduler.js';
 import { ReplicaSetController } from './controllers/replicaset-controller.js';
 import { DeploymentController } from './controllers/deployment-controller.js';
+import { GarbageCollector } from './controllers/garbage-collector.js';
 import { Authenticator } from './apiserver/authentication.js';
 import { StaticTokens } from './apiserver/token-file.js';
 import { ensureServiceAccountKey } from './serviceaccount/signing-key.js';
@@ -283,6 +284,7 @@ export class ControlPlane {
       this.controllers.push(
         new DeploymentController(registry, o.clock, logger.child('deployment-controller'), deployEvents),
       );
+      this.controllers.push(new GarbageCollector(registry, o.clock, logger.child('garbage-collector')));
     }
     this.controllers.push(
       new CsrController(registry, o.clock, logger.child('csr-controller'), this.pki.ca, authorization.chain),
