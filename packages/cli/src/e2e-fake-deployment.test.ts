@@ -113,6 +113,26 @@ if (kubectl) {
     t.is(revision, '2');
   });
 
+  test.serial('kubectl rollout history and undo: back to the first template as revision 3', async (t) => {
+    const history = await up.kubectlOk(['rollout', 'history', 'deployment/web']);
+    t.regex(history, /REVISION\s+CHANGE-CAUSE\n1\s+<none>\n2\s+<none>/);
+    await up.kubectlOk(['rollout', 'undo', 'deployment/web']);
+    const rollout = await up.kubectl(['rollout', 'status', 'deployment/web', '--timeout=90s']);
+    t.is(rollout.code, 0, rollout.stderr);
+    const images = (await livePods()).map((p) => p.spec.containers[0].image as string);
+    t.deepEqual([...new Set(images)], ['nginx']);
+    const sets = JSON.parse(await up.kubectlOk(['get', 'rs', '-l', 'app=web', '-o', 'json'])).items;
+    t.is(sets.length, 2, 'the first ReplicaSet is reused, not a third made');
+    const revision = await up.kubectlOk([
+      'get',
+      'deploy',
+      'web',
+      '-o',
+      'jsonpath={.metadata.annotations.deployment\\.kubernetes\\.io/revision}',
+    ]);
+    t.is(revision, '3');
+  });
+
   test.serial('kubectl delete deployment web: its ReplicaSets and pods go too', async (t) => {
     await up.kubectlOk(['delete', 'deployment', 'web']);
     await pollUntil(

@@ -386,6 +386,8 @@ function readValue(r: Reader, wire: number, kind: Kind, previous: unknown): unkn
       if (key >> 3 === 1) seconds = t.varint();
       else t.skip(key & 7);
     }
+    // Go's zero time (a template's creationTimestamp) is null in JSON: left out, like an empty string.
+    if (seconds === 0) return '';
     return new Date(seconds * 1000).toISOString().replace('.000Z', 'Z');
   }
   if (kind === 'intOrString') {

@@ -84,7 +84,9 @@ export class DeploymentController {
     if (!d || d.metadata.deletionTimestamp) return;
     const all = this.claimReplicaSets(d);
     let newRS = all.find(
-      (rs) => canonicalJson(templateWithoutHash(rs.spec?.template)) === canonicalJson(d.spec?.template ?? {}),
+      (rs) =>
+        canonicalJson(templateWithoutHash(rs.spec?.template)) ===
+        canonicalJson(templateWithoutHash(d.spec?.template)),
     );
     const old = all.filter((rs) => rs !== newRS);
     const created = !newRS;

@@ -61,14 +61,32 @@ export function computeHash(template: unknown, collisionCount?: number): string 
   return safeEncodeString(String(h >>> 0));
 }
 
-/** The template without the pod-template-hash label, for comparing an RS's template with a Deployment's. */
+/**
+ * The template without the pod-template-hash label, for comparing an RS's template with a Deployment's
+ * (EqualIgnoreHash). As Go's semantic equality, an empty object or list equals an absent one: a template
+ * read back by `kubectl rollout undo` has `resources: {}` where the stored one has nothing.
+ */
 export function templateWithoutHash(template: Record<string, any> | undefined): unknown {
   const t = structuredClone(template ?? {});
-  if (t.metadata?.labels) {
-    delete t.metadata.labels[hashLabel];
-    if (Object.keys(t.metadata.labels).length === 0) delete t.metadata.labels;
+  if (t.metadata?.labels) delete t.metadata.labels[hashLabel];
+  return withoutEmpty(t) ?? {};
+}
+
+function withoutEmpty(v: unknown): unknown {
+  if (v === null) return undefined;
+  if (Array.isArray(v)) {
+    const items = v.map((x) => withoutEmpty(x) ?? {});
+    return items.length ? items : undefined;
   }
-  return t;
+  if (typeof v === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+      const y = withoutEmpty(x);
+      if (y !== undefined) out[k] = y;
+    }
+    return Object.keys(out).length ? out : undefined;
+  }
+  return v;
 }
 
 export function revisionOf(obj: KubeObject): number {
