@@ -194,3 +194,29 @@ test('no progress for progressDeadlineSeconds: Progressing=False ProgressDeadlin
   t.is(c.reason, 'ProgressDeadlineExceeded');
   t.regex(c.message, /^ReplicaSet "stuck-\w+" has timed out progressing\.$/);
 });
+
+test('paused: a new template waits, scaling still applies; resumed: it rolls out', async (t) => {
+  const { clock, registry, stop } = setup();
+  t.teardown(stop);
+  registry.create(deployments, 'default', deployment('web', 2));
+  await settle(registry, clock);
+  const d = dep(registry);
+  d.spec.paused = true;
+  d.spec.replicas = 3;
+  d.spec.template.spec.containers[0].image = 'nginx:1.27';
+  registry.update(deployments, 'default', 'web', d);
+  await waitFor(() => {
+    kubelet(registry, clock.now());
+    return live(registry).length === 3 && dep(registry).status.availableReplicas === 3 ? true : undefined;
+  }, 'scaled to 3 while paused');
+  t.is(registry.store.listAll('replicasets', 'default').length, 1, 'no new ReplicaSet while paused');
+  t.deepEqual([...new Set(live(registry).map((p) => p.spec.containers[0].image))], ['nginx']);
+  const progressing = () => dep(registry).status.conditions.find((c: any) => c.type === 'Progressing');
+  t.like(progressing(), { status: 'Unknown', reason: 'DeploymentPaused', message: 'Deployment is paused' });
+  const resumed = dep(registry);
+  resumed.spec.paused = false;
+  registry.update(deployments, 'default', 'web', resumed);
+  await settle(registry, clock);
+  t.deepEqual([...new Set(live(registry).map((p) => p.spec.containers[0].image))], ['nginx:1.27']);
+  t.like(progressing(), { status: 'True', reason: 'NewReplicaSetAvailable' });
+});

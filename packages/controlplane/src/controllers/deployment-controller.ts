@@ -25,8 +25,8 @@ import { WorkQueue } from './work-queue.js';
  * `deployment.kubernetes.io/revision` counting templates. RollingUpdate scales the new ReplicaSet up
  * within maxSurge and the old ones down within maxUnavailable; Recreate scales the old ones to zero, waits
  * for their pods to go, then scales the new one up. Old ReplicaSets beyond revisionHistoryLimit are
- * deleted once the rollout is complete. Not done: proportional scaling of several active ReplicaSets,
- * pausing (a paused Deployment only gets its status), rollback.
+ * deleted once the rollout is complete. A paused Deployment makes no new ReplicaSet and rolls nothing;
+ * it is only scaled. Not done: proportional scaling of several active ReplicaSets (paused or mid-rollout).
  */
 const apiVersion = 'apps/v1';
 
@@ -90,7 +90,9 @@ export class DeploymentController {
     );
     const old = all.filter((rs) => rs !== newRS);
     const created = !newRS;
-    if (!d.spec?.paused) {
+    if (d.spec?.paused) {
+      this.scalePaused(d, newRS, old);
+    } else {
       newRS = this.ensureNewReplicaSet(d, newRS, old);
       if (d.spec?.strategy?.type === 'Recreate') this.recreate(d, newRS, old);
       else this.rollingUpdate(d, newRS, old);
@@ -223,6 +225,17 @@ export class DeploymentController {
       if (down > 0) this.scale(d, rs, specOf(rs) - down);
       excess -= down;
     }
+  }
+
+  /**
+   * Scaling while paused (the first case of upstream's `scale`): the one active ReplicaSet, or else the
+   * newest, gets spec.replicas. With several active ones nothing is scaled (no proportional scaling).
+   */
+  private scalePaused(d: KubeObject, newRS: KubeObject | undefined, old: KubeObject[]): void {
+    const all = newRS ? [...old, newRS] : old;
+    const active = all.filter((rs) => (rs.spec?.replicas ?? 0) > 0);
+    const target = active.length === 1 ? active[0] : active.length === 0 ? (newRS ?? all.at(-1)) : undefined;
+    if (target) this.scale(d, target, d.spec?.replicas ?? 1);
   }
 
   private recreate(d: KubeObject, newRS: KubeObject, old: KubeObject[]): void {

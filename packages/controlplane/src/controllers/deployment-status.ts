@@ -18,6 +18,7 @@ import {
  *                True  ReplicaSetUpdated          its pods moved (lastUpdateTime restarts the deadline)
  *                True  NewReplicaSetAvailable     the rollout is complete
  *                False ProgressDeadlineExceeded   no progress for progressDeadlineSeconds
+ *                Unknown DeploymentPaused / DeploymentResumed   paused, and after it is resumed
  *
  * Also the Deployment's revision annotation (the new ReplicaSet's), and when to look again for the
  * deadline.
@@ -70,6 +71,22 @@ export function deploymentStatus(
             now,
           ),
         );
+  // checkPausedConditions: pausing and resuming show as Progressing=Unknown, unless it timed out.
+  const progressing = conditions.find((c) => c.type === 'Progressing');
+  if (progressing?.reason !== 'ProgressDeadlineExceeded') {
+    const pausedShown = progressing?.reason === 'DeploymentPaused';
+    if (d.spec?.paused && !pausedShown) {
+      conditions = setCondition(
+        conditions,
+        condition('Progressing', 'Unknown', 'DeploymentPaused', 'Deployment is paused', now),
+      );
+    } else if (!d.spec?.paused && pausedShown) {
+      conditions = setCondition(
+        conditions,
+        condition('Progressing', 'Unknown', 'DeploymentResumed', 'Deployment is resumed', now),
+      );
+    }
+  }
   let requeueMs: number | undefined;
   const deadline = d.spec?.progressDeadlineSeconds;
   if (newRS && deadline !== undefined && !d.spec?.paused) {
