@@ -63,6 +63,12 @@ if (kubectl) {
     const rollout = await up.kubectl(['rollout', 'status', 'deployment/web', '--timeout=60s']);
     t.is(rollout.code, 0, rollout.stderr);
     t.regex(rollout.stdout, /deployment "web" successfully rolled out/);
+    const described = await up.kubectlOk(['describe', 'deployment', 'web']);
+    t.regex(described, /Replicas:\s+3 desired \| 3 updated \| 3 total \| 3 available \| 0 unavailable/);
+    t.regex(described, /StrategyType:\s+RollingUpdate/);
+    t.regex(described, /RollingUpdateStrategy:\s+25% max unavailable, 25% max surge/);
+    t.regex(described, /NewReplicaSet:\s+web-\w+ \(3\/3 replicas created\)/);
+    t.regex(described, /Normal\s+ScalingReplicaSet\s+.*Scaled up replica set web-\w+ from 0 to 3/);
   });
 
   test.serial('kubectl scale deployment web --replicas=5: five pods', async (t) => {
