@@ -17,6 +17,7 @@ import {
   templateWithoutHash,
 } from './deployment-util.js';
 import { deploymentStatus } from './deployment-status.js';
+import { isScalingEvent, scaleTargets } from './deployment-scale.js';
 import { WorkQueue } from './work-queue.js';
 
 /**
@@ -25,8 +26,8 @@ import { WorkQueue } from './work-queue.js';
  * `deployment.kubernetes.io/revision` counting templates. RollingUpdate scales the new ReplicaSet up
  * within maxSurge and the old ones down within maxUnavailable; Recreate scales the old ones to zero, waits
  * for their pods to go, then scales the new one up. Old ReplicaSets beyond revisionHistoryLimit are
- * deleted once the rollout is complete. A paused Deployment makes no new ReplicaSet and rolls nothing;
- * it is only scaled. Not done: proportional scaling of several active ReplicaSets (paused or mid-rollout).
+ * deleted once the rollout is complete. A change of spec.replicas (a scaling event), and any sync of a
+ * paused Deployment, only scales, proportionally across active ReplicaSets (`deployment-scale.ts`).
  */
 const apiVersion = 'apps/v1';
 
@@ -90,8 +91,13 @@ export class DeploymentController {
     );
     const old = all.filter((rs) => rs !== newRS);
     const created = !newRS;
-    if (d.spec?.paused) {
-      this.scalePaused(d, newRS, old);
+    if (d.spec?.paused || isScalingEvent(d, all)) {
+      // A scaling event (or a paused Deployment) is scaled, not rolled: upstream's `sync`.
+      const targets = scaleTargets(d, newRS, old);
+      for (const rs of all) {
+        const to = targets.get(rs.metadata.uid!);
+        if (to !== undefined) this.scale(d, rs, to, true);
+      }
     } else {
       newRS = this.ensureNewReplicaSet(d, newRS, old);
       if (d.spec?.strategy?.type === 'Recreate') this.recreate(d, newRS, old);
@@ -227,17 +233,6 @@ export class DeploymentController {
     }
   }
 
-  /**
-   * Scaling while paused (the first case of upstream's `scale`): the one active ReplicaSet, or else the
-   * newest, gets spec.replicas. With several active ones nothing is scaled (no proportional scaling).
-   */
-  private scalePaused(d: KubeObject, newRS: KubeObject | undefined, old: KubeObject[]): void {
-    const all = newRS ? [...old, newRS] : old;
-    const active = all.filter((rs) => (rs.spec?.replicas ?? 0) > 0);
-    const target = active.length === 1 ? active[0] : active.length === 0 ? (newRS ?? all.at(-1)) : undefined;
-    if (target) this.scale(d, target, d.spec?.replicas ?? 1);
-  }
-
   private recreate(d: KubeObject, newRS: KubeObject, old: KubeObject[]): void {
     for (const rs of old) if ((rs.spec?.replicas ?? 0) > 0) this.scale(d, rs, 0);
     const oldPodsLeft = old.some((rs) =>
@@ -250,20 +245,23 @@ export class DeploymentController {
     if ((newRS.spec?.replicas ?? 0) !== replicas) this.scale(d, newRS, replicas);
   }
 
-  private scale(d: KubeObject, rs: KubeObject, to: number): KubeObject {
+  /** Scales `rs` (scaleReplicaSet); with `annotate`, also when only its size annotations are stale. */
+  private scale(d: KubeObject, rs: KubeObject, to: number, annotate = false): KubeObject {
     const from = rs.spec?.replicas ?? 0;
-    if (from === to) return rs;
     const replicas = d.spec?.replicas ?? 1;
     const annotations = {
       ...(rs.metadata.annotations ?? {}),
       [desiredReplicasAnnotation]: String(replicas),
       [maxReplicasAnnotation]: String(replicas + resolveSurge(d)),
     };
+    const stale = canonicalJson(annotations) !== canonicalJson(rs.metadata.annotations ?? {});
+    if (from === to && !(annotate && stale)) return rs;
     const next = this.writeRS({
       ...rs,
       metadata: { ...rs.metadata, annotations },
       spec: { ...rs.spec, replicas: to },
     });
+    if (from === to) return next;
     const verb = to > from ? 'up' : 'down';
     this.events?.record(
       d,
