@@ -23,7 +23,7 @@ export interface ControlPlaneOptions {
   /** NodePort range (default 30000-32767). */
   serviceNodePortRange?: string;
   /** Run the in-process controllers (default true). */
-  controllers?: { scheduler?: boolean; endpointSlices?: boolean };
+  controllers?: { scheduler?: boolean; endpointSlices?: boolean; workloads?: boolean };
   /** Every `intervalMs`, history older than the newest `retainRevisions` revisions is compacted. */
   compaction?: { intervalMs?: number; retainRevisions?: number };
   /** How long Events live (default 1 h). */

@@ -12,6 +12,9 @@ import { EventRecorder } from './controllers/event-recorder.js';
 import { EndpointSliceController } from './controllers/endpointslice-controller.js';
 import { NamespaceController } from './controllers/namespace-controller.js';
 import { Scheduler } from './controllers/scheduler.js';
+import { ReplicaSetController } from './controllers/replicaset-controller.js';
+import { DeploymentController } from './controllers/deployment-controller.js';
+import { GarbageCollector } from './controllers/garbage-collector.js';
 import { Authenticator } from './apiserver/authentication.js';
 import { StaticTokens } from './apiserver/token-file.js';
 import { ensureServiceAccountKey } from './serviceaccount/signing-key.js';
@@ -266,6 +269,22 @@ export class ControlPlane {
       this.controllers.push(
         new EndpointSliceController(registry, o.clock, logger.child('endpointslice-controller')),
       );
+    }
+    if (o.controllers?.workloads !== false) {
+      const rsEvents = new EventRecorder(registry, o.clock, logger.child('events'), 'replicaset-controller');
+      this.controllers.push(
+        new ReplicaSetController(registry, o.clock, logger.child('replicaset-controller'), rsEvents),
+      );
+      const deployEvents = new EventRecorder(
+        registry,
+        o.clock,
+        logger.child('events'),
+        'deployment-controller',
+      );
+      this.controllers.push(
+        new DeploymentController(registry, o.clock, logger.child('deployment-controller'), deployEvents),
+      );
+      this.controllers.push(new GarbageCollector(registry, o.clock, logger.child('garbage-collector')));
     }
     this.controllers.push(
       new CsrController(registry, o.clock, logger.child('csr-controller'), this.pki.ca, authorization.chain),

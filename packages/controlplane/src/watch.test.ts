@@ -291,6 +291,7 @@ test.serial(
       'application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList',
     );
     t.deepEqual(aggregated.json.items.map((g: any) => g.metadata.name).sort(), [
+      'apps',
       'authentication.k8s.io',
       'authorization.k8s.io',
       'certificates.k8s.io',

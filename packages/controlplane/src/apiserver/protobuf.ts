@@ -4,7 +4,7 @@ import { badRequest, unsupportedMediaType } from './status.js';
  * Request bodies in the Kubernetes protobuf encoding (`application/vnd.kubernetes.protobuf`), for the kinds
  * kubectl's typed clients send that way: `kubectl create namespace|configmap|secret|service|serviceaccount`,
  * `kubectl certificate approve|deny`, `kubectl create token`, `kubectl auth whoami|can-i` and
- * `kubectl create role|clusterrole|rolebinding|clusterrolebinding`.
+ * `kubectl create role|clusterrole|rolebinding|clusterrolebinding`, `kubectl create deployment`.
  * The envelope is the 4-byte magic `k8s\0` and a runtime.Unknown (typeMeta, raw, contentEncoding,
  * contentType); `raw` is the object's message. The field numbers are those of the upstream Go types'
  * `protobuf` struct tags. A body of another kind is refused (415) with a message that says to send JSON.
@@ -233,6 +233,51 @@ const messages: Record<string, Fields> = {
     2: ['kind', 'string'],
     3: ['name', 'string'],
   },
+  // apps/v1: `kubectl create deployment` (name, replicas, selector, and a template of containers with
+  // image, command, args and ports: what its flags can set).
+  Deployment: {
+    1: ['metadata', { message: 'ObjectMeta' }],
+    2: ['spec', { message: 'DeploymentSpec' }],
+  },
+  DeploymentSpec: {
+    1: ['replicas', 'int'],
+    2: ['selector', { message: 'LabelSelector' }],
+    3: ['template', { message: 'PodTemplateSpec' }],
+    4: ['strategy', { message: 'DeploymentStrategy' }],
+    5: ['minReadySeconds', 'int'],
+    6: ['revisionHistoryLimit', 'int'],
+    7: ['paused', 'bool'],
+    9: ['progressDeadlineSeconds', 'int'],
+  },
+  DeploymentStrategy: {
+    1: ['type', 'string'],
+    2: ['rollingUpdate', { message: 'RollingUpdateDeployment' }],
+  },
+  RollingUpdateDeployment: {
+    1: ['maxUnavailable', 'intOrString'],
+    2: ['maxSurge', 'intOrString'],
+  },
+  PodTemplateSpec: {
+    1: ['metadata', { message: 'ObjectMeta' }],
+    2: ['spec', { message: 'PodSpec' }],
+  },
+  PodSpec: {
+    2: ['containers', { repeated: { message: 'Container' } }],
+    3: ['restartPolicy', 'string'],
+  },
+  Container: {
+    1: ['name', 'string'],
+    2: ['image', 'string'],
+    3: ['command', { repeated: 'string' }],
+    4: ['args', { repeated: 'string' }],
+    6: ['ports', { repeated: { message: 'ContainerPort' } }],
+  },
+  ContainerPort: {
+    1: ['name', 'string'],
+    2: ['hostPort', 'int'],
+    3: ['containerPort', 'int'],
+    4: ['protocol', 'string'],
+  },
   // `kubectl certificate approve|deny` sends the whole object to the approval subresource.
   CertificateSigningRequest: {
     1: ['metadata', { message: 'ObjectMeta' }],
@@ -326,7 +371,7 @@ function decodeMessage(buf: Buffer, name: string): Record<string, unknown> {
 }
 
 /** Pointer fields whose zero value means something. */
-const keepZero = new Set(['deletionGracePeriodSeconds']);
+const keepZero = new Set(['deletionGracePeriodSeconds', 'replicas']);
 
 function readValue(r: Reader, wire: number, kind: Kind, previous: unknown): unknown {
   if (kind === 'string') return r.bytes().toString('utf8');
@@ -341,6 +386,8 @@ function readValue(r: Reader, wire: number, kind: Kind, previous: unknown): unkn
       if (key >> 3 === 1) seconds = t.varint();
       else t.skip(key & 7);
     }
+    // Go's zero time (a template's creationTimestamp) is null in JSON: left out, like an empty string.
+    if (seconds === 0) return '';
     return new Date(seconds * 1000).toISOString().replace('.000Z', 'Z');
   }
   if (kind === 'intOrString') {

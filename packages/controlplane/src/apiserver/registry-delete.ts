@@ -46,7 +46,8 @@ export function deleteObject(
   if (t.storage === 'namespaces') return deleteNamespace(p, t, obj, current.rev, options);
 
   const grace = t.strategy.gracePeriodSeconds?.(obj, options.gracePeriodSeconds) ?? 0;
-  const finalizers = (obj.metadata.finalizers ?? []).length > 0;
+  const orphan = options.propagationPolicy === 'Orphan' && t.storage !== 'pods';
+  const finalizers = (obj.metadata.finalizers ?? []).length > 0 || orphan;
   if (grace > 0 || finalizers) {
     // Graceful deletion or finalizers: the object stays, marked, until its node or its finalizers let go.
     const existing = obj.metadata.deletionGracePeriodSeconds;
@@ -62,6 +63,9 @@ export function deleteObject(
       (o) => {
         o.metadata.deletionTimestamp = rfc3339(now + grace * 1000);
         o.metadata.deletionGracePeriodSeconds = grace;
+        if (orphan && !(o.metadata.finalizers ?? []).includes('orphan')) {
+          o.metadata.finalizers = [...(o.metadata.finalizers ?? []), 'orphan'];
+        }
         return o;
       },
       current.rev,

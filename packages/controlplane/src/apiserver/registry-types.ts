@@ -37,6 +37,8 @@ export interface DeleteOptions {
   gracePeriodSeconds?: number | undefined;
   preconditions?: { uid?: string | undefined; resourceVersion?: string | undefined } | undefined;
   dryRun?: boolean | undefined;
+  /** Orphan: the `orphan` finalizer keeps the object until the garbage collector released its dependents. */
+  propagationPolicy?: 'Orphan' | 'Background' | 'Foreground' | undefined;
 }
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';

@@ -72,6 +72,8 @@ export function boolParam(q: URLSearchParams, name: string): boolean {
   return v === 'true' || v === '1' || v === 'True';
 }
 
+const policies = ['Foreground', 'Background', 'Orphan'];
+
 export function deleteOptions(raw: Buffer, req: IncomingMessage, q: URLSearchParams): DeleteOptions {
   let body: Record<string, any> = {};
   if (raw.length > 0) {
@@ -83,7 +85,17 @@ export function deleteOptions(raw: Buffer, req: IncomingMessage, q: URLSearchPar
     intParam(q, 'gracePeriodSeconds') ??
     (typeof body.gracePeriodSeconds === 'number' ? body.gracePeriodSeconds : undefined);
   const pre = isObject(body.preconditions) ? body.preconditions : undefined;
+  const policy =
+    q.get('propagationPolicy') ??
+    body.propagationPolicy ??
+    (body.orphanDependents === true || q.get('orphanDependents') === 'true' ? 'Orphan' : undefined);
+  if (policy !== undefined && !policies.includes(policy)) {
+    throw badRequest(
+      `propagationPolicy: Unsupported value: ${JSON.stringify(policy)}: supported values: "Foreground", "Background", "Orphan"`,
+    );
+  }
   return {
+    propagationPolicy: policy,
     gracePeriodSeconds: grace,
     preconditions: pre
       ? { uid: pre.uid ?? undefined, resourceVersion: pre.resourceVersion ?? undefined }

@@ -17,6 +17,7 @@ import type { RequestUser } from './resource-type.js';
 import { send, sendList, sendObject } from './responses.js';
 import { ApiError, badRequest, methodNotAllowed, unsupportedMediaType, type Status } from './status.js';
 import { serveWatch } from './watch-stream.js';
+import { patchScale, scaleOf, updateScale } from './scale.js';
 
 /** What the request handlers share with the server. */
 export interface ServeContext {
@@ -168,6 +169,7 @@ export async function serveResource(
     const status = registry.bind(namespace, name, body);
     return send(res, 201, status);
   }
+  if (sub === 'scale') return serveScale(ctx, req, res, t, namespace, name, { dryRun, user });
   switch (method) {
     case 'GET':
     case 'HEAD': {
@@ -230,6 +232,37 @@ export async function serveResource(
       const body = result.body;
       if ((body as Status).kind === 'Status') return send(res, 200, body);
       return sendObject(ctx.clock, res, 200, t, body as KubeObject, negotiate(req.headers.accept), q);
+    }
+    default:
+      throw methodNotAllowed();
+  }
+}
+
+/** `<resource>/<name>/scale`: an autoscaling/v1 Scale, always as JSON. */
+async function serveScale(
+  ctx: ServeContext,
+  req: IncomingMessage,
+  res: ServerResponse,
+  t: ResourceRequest['type'],
+  namespace: string,
+  name: string,
+  options: { dryRun: boolean; user: RequestUser | undefined },
+): Promise<void> {
+  const { registry } = ctx;
+  switch (req.method) {
+    case 'GET':
+    case 'HEAD':
+      return send(res, 200, scaleOf(registry.get(t, namespace, name)));
+    case 'PUT': {
+      const body = parseBody(await readBody(req, ctx.maxBodyBytes), req.headers['content-type']);
+      return send(res, 200, updateScale(registry, t, namespace, name, body, options));
+    }
+    case 'PATCH': {
+      const contentType = req.headers['content-type'] ?? '';
+      const patchType = patchTypeOf(contentType);
+      if (!patchType || patchType === 'apply') throw unsupportedMediaType(contentType.split(';')[0] ?? '');
+      const body = parseBody(await readBody(req, ctx.maxBodyBytes), 'application/json');
+      return send(res, 200, patchScale(registry, t, namespace, name, patchType, body, options));
     }
     default:
       throw methodNotAllowed();

@@ -4,6 +4,8 @@ import { selfSubjectReviews, tokenReviews } from './authentication.js';
 import { selfSubjectAccessReviews, selfSubjectRulesReviews, subjectAccessReviews } from './authorization.js';
 import { certificateSigningRequests } from './certificates.js';
 import { pods } from './pods.js';
+import { deployments } from './deployments.js';
+import { replicaSets } from './replica-sets.js';
 import { clusterRoleBindings, clusterRoles, roleBindings, roles } from './rbac.js';
 import { makeServices } from './services.js';
 import { configMaps, secrets } from './config-data.js';
@@ -27,6 +29,8 @@ export function servedResources(allocator: ServiceAllocator): ResourceType[] {
     coreEvents,
     endpointSlices,
     leases,
+    deployments,
+    replicaSets,
     eventsV1,
     certificateSigningRequests,
     tokenReviews,
