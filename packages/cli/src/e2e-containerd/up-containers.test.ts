@@ -4,6 +4,7 @@ import { systemEnv } from '@nodelet/proxy';
 import { requireContainerd } from '@nodelet/runtime-cri/testing';
 import { pollUntil } from '../test-helpers.js';
 import { BUSYBOX, nodeName, sweepNode } from './helpers.js';
+import { runInTerminal } from './terminal.js';
 import { kubectlPath, NodeletUp, requireKubectl } from './nodelet-up.js';
 
 /**
@@ -13,6 +14,7 @@ import { kubectlPath, NodeletUp, requireKubectl } from './nodelet-up.js';
  *    the kubelet starts it in the target container's process namespace, kubectl attaches to it, and
  *    what the user types runs there (`ps` sees the target's processes); it is then shown terminated and
  *    is not restarted;
+ *  - `kubectl debug -it`: the same through a terminal, of the size kubectl runs in;
  *  - a failing postStart hook: the FailedPostStartHook Warning event, the container restarted;
  *  - a pod for another OS: Failed with PodOSNotSupported.
  */
@@ -116,6 +118,44 @@ spec:
     t.regex(logs, /in-debugger\n[^]*listed\n/);
     const phase = await up!.kubectlOk(['get', 'pod', 'web', '-o', 'jsonpath={.status.phase}']);
     t.is(phase, 'Running', 'the pod keeps running');
+  });
+
+  test('kubectl debug -it: a terminal in the pod, of the size kubectl runs in', async (t) => {
+    await pollUntil(
+      'the pod of the first test',
+      async () => ((await up!.kubectl(['get', 'pod', 'web'])).code === 0 ? true : undefined),
+      { timeoutMs: 60_000, intervalMs: 250 },
+    );
+    // The shell waits until kubectl's terminal size reaches it (sent once kubectl has attached), so
+    // what it prints then is seen through the attachment, not only in the log.
+    const script =
+      'until [ "$(stty size)" = "45 123" ]; do sleep 0.1; done; echo "attached on $(tty)"; ps -o args';
+    const r = await runInTerminal({
+      argv: [
+        kubectlPath,
+        '--kubeconfig',
+        up!.kubeconfig,
+        'debug',
+        'web',
+        '-it',
+        `--image=${BUSYBOX}`,
+        '--image-pull-policy=Never',
+        '--target=web',
+        '--container=debugger-tty',
+        '--',
+        'sh',
+        '-c',
+        script,
+      ],
+      rows: 45,
+      cols: 123,
+      resizeOn: 'never-printed',
+      newRows: 45,
+      newCols: 123,
+      timeoutSeconds: 60,
+    });
+    t.regex(r.stdout, /attached on \/dev\/pts\/\d+\r\n/, r.stdout);
+    t.regex(r.stdout, /^sleep 3600\r$/m, 'ps in the target’s process namespace');
   });
 
   test('the API refuses to change or remove an ephemeral container, naming the field', async (t) => {
