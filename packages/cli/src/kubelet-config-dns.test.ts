@@ -1,29 +1,11 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import { createLogger, MemorySink } from '@nodelet/kernel';
-import { resolveKubeletSetup } from './kubelet-setup.js';
+import { MemorySink } from '@nodelet/kernel';
+import { kubeletConfigSetup } from './test-kubelet-config.js';
 
 // KubeletConfiguration clusterDNS, clusterDomain and resolvConf reach the kubelet (pods' DNS).
 
-function setupOf(t: { teardown: (fn: () => void) => void }, fields: string, sink = new MemorySink()) {
-  const dir = mkdtempSync(join(tmpdir(), 'nodelet-cli-dns-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  writeFileSync(
-    join(dir, 'kubelet.yaml'),
-    `apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n${fields}`,
-  );
-  const env = {
-    cwd: '/elsewhere',
-    hostname: 'node',
-    isRoot: false,
-    homeDir: '/home/ada',
-    ipv4: ['192.0.2.7'],
-    logger: createLogger({ sink: sink.sink }),
-  };
-  return { dir, setup: () => resolveKubeletSetup({ config: join(dir, 'kubelet.yaml') }, env) };
-}
+const setupOf = kubeletConfigSetup;
 
 test('clusterDNS, clusterDomain and resolvConf (relative to the file) are used, not reported as unsupported', (t) => {
   const sink = new MemorySink();

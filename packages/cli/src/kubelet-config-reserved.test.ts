@@ -1,28 +1,11 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import test from 'ava';
-import { createLogger, MemorySink } from '@nodelet/kernel';
-import { resolveKubeletSetup } from './kubelet-setup.js';
+import { MemorySink } from '@nodelet/kernel';
+import { kubeletConfigSetup } from './test-kubelet-config.js';
 
 // KubeletConfiguration systemReserved, kubeReserved, evictionHard, seccompDefault and
 // allowedUnsafeSysctls reach the kubelet; bad values are refused naming the file and field.
 
-function setupOf(t: { teardown: (fn: () => void) => void }, fields: string, sink = new MemorySink()) {
-  const dir = mkdtempSync(join(tmpdir(), 'nodelet-cli-reserved-'));
-  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
-  const file = join(dir, 'kubelet.yaml');
-  writeFileSync(file, `apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n${fields}`);
-  const env = {
-    cwd: '/elsewhere',
-    hostname: 'node',
-    isRoot: false,
-    homeDir: '/home/ada',
-    ipv4: ['192.0.2.7'],
-    logger: createLogger({ sink: sink.sink }),
-  };
-  return { file, setup: () => resolveKubeletSetup({ config: file }, env) };
-}
+const setupOf = kubeletConfigSetup;
 
 test('reservations and thresholds are used, not reported as unsupported', (t) => {
   const sink = new MemorySink();
