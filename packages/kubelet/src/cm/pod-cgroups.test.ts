@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import type { Container, Pod } from '@nodelet/api';
 import { createLogger, MemorySink } from '@nodelet/kernel';
 import { CgroupFs } from './cgroup-fs.js';
@@ -107,28 +107,31 @@ function fakeMount(t: { teardown(fn: () => void): void }, layout: 'v1' | 'v2'): 
 }
 const read = (...parts: string[]) => readFileSync(join(...parts), 'utf8');
 
+/** Each file under the mount holds the value written. */
+function expectFiles(t: ExecutionContext, mount: string, files: Record<string, string>): void {
+  for (const [file, value] of Object.entries(files)) t.is(read(mount, file), value, file);
+}
+
 test('cgroup v1: a pod cgroup gets its limits in the cpu, memory and pids hierarchies; removal takes what the runtime added', async (t) => {
   const mount = fakeMount(t, 'v1');
   const fs = new CgroupFs(mount);
   t.is(fs.layout, 'v1');
-  await fs.create('/kubepods/podg', {
-    cpuShares: 512,
-    cpuQuota: 50_000,
-    cpuPeriod: 100_000,
-    memory: 134_217_728,
-    pidsLimit: 100,
+  const limits = { cpuShares: 512, cpuQuota: 50_000, cpuPeriod: 100_000, memory: 2 ** 27, pidsLimit: 100 };
+  await fs.create('/kubepods/podg', limits);
+  expectFiles(t, mount, {
+    'cpu/kubepods/podg/cpu.shares': '512',
+    'cpu/kubepods/podg/cpu.cfs_quota_us': '50000',
+    'cpu/kubepods/podg/cpu.cfs_period_us': '100000',
+    'memory/kubepods/podg/memory.limit_in_bytes': '134217728',
+    'pids/kubepods/podg/pids.max': '100',
   });
-  t.is(read(mount, 'cpu/kubepods/podg/cpu.shares'), '512');
-  t.is(read(mount, 'cpu/kubepods/podg/cpu.cfs_quota_us'), '50000');
-  t.is(read(mount, 'cpu/kubepods/podg/cpu.cfs_period_us'), '100000');
-  t.is(read(mount, 'memory/kubepods/podg/memory.limit_in_bytes'), '134217728');
-  t.is(read(mount, 'pids/kubepods/podg/pids.max'), '100');
   t.true(fs.exists('/kubepods/podg'));
-  // What the runtime made for a container, in a hierarchy the kubelet does not set limits in.
-  mkdirSync(join(mount, 'devices/kubepods/podg/0123abcd'), { recursive: true });
+  // What the runtime made for a container, in hierarchies the kubelet does not set limits in.
+  for (const h of ['devices', 'unified'])
+    mkdirSync(join(mount, h, 'kubepods/podg/0123abcd'), { recursive: true });
   await fs.remove('/kubepods/podg');
-  for (const c of ['cpu', 'memory', 'pids', 'devices'])
-    t.false(existsSync(join(mount, c, 'kubepods/podg')), c);
+  for (const h of ['cpu', 'memory', 'pids', 'devices', 'unified'])
+    t.false(existsSync(join(mount, h, 'kubepods/podg')), h);
   t.true(existsSync(join(mount, 'cpu/kubepods')), 'the parent stays');
 });
 
@@ -138,19 +141,16 @@ test('cgroup v2: the controllers are enabled on the way down; cpu.weight, cpu.ma
   t.is(fs.layout, 'v2');
   await fs.create('/kubepods', {});
   writeFileSync(join(mount, 'kubepods/cgroup.controllers'), 'cpu memory pids\n');
-  await fs.create('/kubepods/burstable/podb', {
-    cpuShares: 1024,
-    cpuQuota: 20_000,
-    cpuPeriod: 100_000,
-    memory: 2 ** 20,
-    pidsLimit: 50,
+  const limits = { cpuShares: 1024, cpuQuota: 20_000, cpuPeriod: 100_000, memory: 2 ** 20, pidsLimit: 50 };
+  await fs.create('/kubepods/burstable/podb', limits);
+  expectFiles(t, mount, {
+    'cgroup.subtree_control': '+cpu +memory +pids',
+    'kubepods/cgroup.subtree_control': '+cpu +memory +pids',
+    'kubepods/burstable/podb/cpu.weight': '39',
+    'kubepods/burstable/podb/cpu.max': '20000 100000',
+    'kubepods/burstable/podb/memory.max': '1048576',
+    'kubepods/burstable/podb/pids.max': '50',
   });
-  t.is(read(mount, 'cgroup.subtree_control'), '+cpu +memory +pids');
-  t.is(read(mount, 'kubepods/cgroup.subtree_control'), '+cpu +memory +pids');
-  t.is(read(mount, 'kubepods/burstable/podb/cpu.weight'), '39');
-  t.is(read(mount, 'kubepods/burstable/podb/cpu.max'), '20000 100000');
-  t.is(read(mount, 'kubepods/burstable/podb/memory.max'), '1048576');
-  t.is(read(mount, 'kubepods/burstable/podb/pids.max'), '50');
   await fs.update('/kubepods/burstable/podb', { cpuQuota: -1, cpuPeriod: 100_000 });
   t.is(read(mount, 'kubepods/burstable/podb/cpu.max'), 'max 100000');
   await fs.remove('/kubepods/burstable/podb');
