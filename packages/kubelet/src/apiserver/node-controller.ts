@@ -53,6 +53,7 @@ export class NodeStatusController {
   private readonly reportMs: number;
   private readonly registeredWaiters: ((node: Node) => void)[] = [];
   private podCidr = '';
+  private podCidrPoll?: Loop;
   /** Condition statuses last reported as events. */
   private readonly reported = new Map<string, string>();
 
@@ -89,6 +90,7 @@ export class NodeStatusController {
 
   stop(): void {
     this.loop?.stop();
+    this.podCidrPoll?.stop();
   }
 
   /** A status sync now rather than at the next period (the identity changed). */
@@ -148,6 +150,7 @@ export class NodeStatusController {
       }
       this.recordConditionEvents(this.node.status);
       this.applyPodCidr(this.node);
+      if (!this.podCidr) this.pollPodCidr();
       for (const resolve of this.registeredWaiters.splice(0)) resolve(this.node);
       return true;
     } catch (err) {
@@ -224,6 +227,30 @@ export class NodeStatusController {
       health.runtimeError = errorMessage(err);
     }
     return health;
+  }
+
+  /**
+   * Upstream's fastStatusUpdateOnce: a new Node reads its podCIDR every 100 ms (for up to 2 min) rather
+   * than at the 10 s status sync, so its first pods already get IPs from it.
+   */
+  private pollPodCidr(): void {
+    const { api, clock } = this.deps;
+    const until = clock.now() + 120_000;
+    this.podCidrPoll?.stop();
+    this.podCidrPoll = clock.loop(
+      async () => {
+        if (this.podCidr || clock.now() >= until || !this.loop || this.loop.stopped) {
+          this.podCidrPoll?.stop();
+          return;
+        }
+        try {
+          this.applyPodCidr(await api.getNode(this.options.identity.nodeName));
+        } catch {
+          // The status sync reports an API server that is away.
+        }
+      },
+      { period: 100, initialDelay: 100 },
+    );
   }
 
   private applyPodCidr(node: Node): void {
