@@ -5,6 +5,7 @@ import { ApiError } from '../apiserver/status.js';
 import type { StoreEvent } from '../storage/revision-store.js';
 import type { EventRecorder } from './event-recorder.js';
 import { defaultProfile } from './scheduling/default-profile.js';
+import { defaultSpreadSelector } from './scheduling/default-selector.js';
 import { schedulePod, unschedulableMessage, type Profile } from './scheduling/framework.js';
 import { holdsResources, SchedulerCache } from './scheduling/scheduler-cache.js';
 import { WorkQueue } from './work-queue.js';
@@ -25,8 +26,8 @@ import { WorkQueue } from './work-queue.js';
  *            FailedScheduling event; retried when a node or a pod changes, and every `retryMs`
  *
  * Simpler than upstream: scores keep their fractions and ties do not go to a random node; no
- * NodeResourcesBalancedAllocation, ImageLocality or volume plugins; PodTopologySpread has no default
- * (cluster-level) constraints, so only a pod's own constraints spread it; no preemption.
+ * NodeResourcesBalancedAllocation, ImageLocality or volume plugins; the default spread constraints
+ * count with the selectors of Services and ReplicaSets only (no StatefulSets); no preemption.
  *
  * What nodes hold is kept in memory from the store's events (scheduling/scheduler-cache.ts), so one
  * decision costs O(nodes), plus the pods on each node that a pod's affinity or spread terms look at.
@@ -123,6 +124,8 @@ export class Scheduler {
       pod,
       nodes,
       namespaceLabels: (ns) => store.get('namespaces', '', ns)?.object.metadata.labels ?? undefined,
+      defaultSpreadSelector: () =>
+        defaultSpreadSelector(pod, (resource, ns) => store.listAll(resource, ns).map((s) => s.object)),
       state: new Map(),
     });
     if (!('node' in decision)) {

@@ -1,3 +1,4 @@
+import type { LabelSelector } from '../../apiserver/selectors.js';
 import type { KubeObject } from '../../object.js';
 import type { Resources } from './resources.js';
 
@@ -29,6 +30,8 @@ export interface CycleContext {
   readonly nodes: readonly NodeInfo[];
   /** A namespace's labels (for namespaceSelector); undefined when it does not exist. */
   namespaceLabels(namespace: string): Record<string, string> | undefined;
+  /** The selector of the Services and ReplicaSets that select the pod (for default spreading), if any. */
+  defaultSpreadSelector?(): LabelSelector | undefined;
   /** Per-plugin state computed by preFilter / preScore for this attempt. */
   readonly state: Map<string, unknown>;
 }

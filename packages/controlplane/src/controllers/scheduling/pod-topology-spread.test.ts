@@ -187,3 +187,28 @@ test('PodTopologySpread score: ScheduleAnyway prefers the domain with the fewest
     'a soft constraint never filters',
   );
 });
+
+test('PodTopologySpread score: a pod without constraints spreads by the system defaults over its owners’ selector', (t) => {
+  const hosts = ['h1', 'h2', 'h3'].map((n) => makeNode(n, { 'kubernetes.io/hostname': n }));
+  const placed = [
+    makePod('w1', { node: 'h1', labels: { app: 'web' } }),
+    makePod('w2', { node: 'h1', labels: { app: 'web' } }),
+    makePod('w3', { node: 'h2', labels: { app: 'web' } }),
+    makePod('other', { node: 'h3', labels: { app: 'db' } }),
+  ];
+  const ctx = cycle(makePod('p', { labels: { app: 'web' } }), hosts, placed);
+  const scored = scoreAll(podTopologySpreadScore, {
+    ...ctx,
+    defaultSpreadSelector: () => [{ key: 'app', op: '=', values: ['web'] }],
+  });
+  t.true(scored.h3! > scored.h2! && scored.h2! > scored.h1!, JSON.stringify(scored));
+  t.deepEqual(
+    scoreAll(podTopologySpreadScore, cycle(makePod('p', { labels: { app: 'web' } }), hosts, placed)),
+    {
+      h1: 0,
+      h2: 0,
+      h3: 0,
+    },
+    'no Service or ReplicaSet selects it: no default spreading',
+  );
+});

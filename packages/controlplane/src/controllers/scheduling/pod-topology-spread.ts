@@ -1,6 +1,7 @@
 import { matchLabels, type LabelSelector } from '../../apiserver/selectors.js';
 import type { KubeObject } from '../../object.js';
 import { parseSelector } from './affinity-terms.js';
+import { systemDefaultConstraints } from './default-selector.js';
 import type { CycleContext, FilterPlugin, NodeInfo, ScorePlugin } from './framework.js';
 import { matchesNodeSelection } from './node-affinity.js';
 import { untoleratedNodeTaint } from './taint-toleration.js';
@@ -70,19 +71,24 @@ function eligible(pod: KubeObject, node: KubeObject, c: Constraint): boolean {
   return !(c.honorTaints && untoleratedNodeTaint(pod, node));
 }
 
-/** Matching pods per domain, over the eligible nodes of `nodes` (a domain of an eligible node is listed even at 0). */
+/**
+ * Matching pods per domain, over the eligible nodes of `nodes` (a domain of an eligible node is listed
+ * even at 0). `requireAll`: a node lacking any constraint's key counts for none (else only for those).
+ */
 function domainCounts(
   ctx: CycleContext,
   nodes: readonly NodeInfo[],
   cs: readonly Constraint[],
+  requireAll = true,
 ): Map<string, number> {
   const counts = new Map<string, number>();
   const ns = ctx.pod.metadata.namespace ?? 'default';
   for (const info of nodes) {
-    if (!hasAllKeys(info.node, cs)) continue;
+    if (requireAll && !hasAllKeys(info.node, cs)) continue;
     for (const c of cs) {
-      if (!eligible(ctx.pod, info.node, c)) continue;
-      const key = pair(c.topologyKey, info.node.metadata.labels![c.topologyKey]!);
+      const value = info.node.metadata.labels?.[c.topologyKey];
+      if (value === undefined || !eligible(ctx.pod, info.node, c)) continue;
+      const key = pair(c.topologyKey, value);
       counts.set(key, (counts.get(key) ?? 0) + countMatching(info, c, ns));
     }
   }
@@ -130,45 +136,72 @@ export const podTopologySpreadFilter: FilterPlugin = {
 
 interface ScoreState {
   constraints: Constraint[];
+  /** false for the system defaults: a node lacking a key is scored on the constraints it has. */
+  requireAll: boolean;
   counts: Map<string, number>;
   /** Per constraint: log(domains + 2), so a key with many domains (hostname) weighs more, as upstream. */
   weights: number[];
 }
 
+/** The pod's ScheduleAnyway constraints, or the system defaults over its Services' and ReplicaSets' selector. */
+function scoringConstraints(ctx: CycleContext): { constraints: Constraint[]; requireAll: boolean } {
+  const own: unknown = ctx.pod.spec?.topologySpreadConstraints;
+  if (Array.isArray(own) && own.length > 0)
+    return { constraints: spreadConstraints(ctx.pod, 'ScheduleAnyway'), requireAll: true };
+  const selector = ctx.defaultSpreadSelector?.();
+  if (!selector) return { constraints: [], requireAll: true };
+  const constraints = systemDefaultConstraints.map((c) => ({
+    maxSkew: c.maxSkew,
+    topologyKey: c.topologyKey,
+    selector,
+    minDomains: 1,
+    honorAffinity: true,
+    honorTaints: false,
+  }));
+  return { constraints, requireAll: false };
+}
+
 /**
- * PodTopologySpread (score): per ScheduleAnyway constraint, the matching pods in the node's domain
- * (counted over all eligible nodes, for the domains of the feasible ones) × log(domains + 2) +
- * maxSkew − 1; the fewest score 100 (upstream's formula). Nodes without a key score 0.
+ * PodTopologySpread (score): per ScheduleAnyway constraint (a pod without constraints of its own gets
+ * upstream's system defaults — hostname maxSkew 3, zone maxSkew 5 — over the selectors of the Services
+ * and ReplicaSets that select it), the matching pods in the node's domain (counted over all eligible
+ * nodes, for the domains of the feasible ones) × log(domains + 2) + maxSkew − 1; the fewest score 100
+ * (upstream's formula). Nodes without a required key score 0.
  */
 export const podTopologySpreadScore: ScorePlugin = {
   name: 'PodTopologySpread',
   weight: 2,
   preScore(ctx, feasible) {
-    const constraints = spreadConstraints(ctx.pod, 'ScheduleAnyway');
+    const { constraints, requireAll } = scoringConstraints(ctx);
     const counts = new Map<string, number>();
-    const weights: number[] = [];
-    if (constraints.length > 0) {
-      const domains = constraints.map(() => new Set<string>());
-      for (const info of feasible) {
-        if (!hasAllKeys(info.node, constraints)) continue;
-        constraints.forEach((c, i) => {
-          const key = pair(c.topologyKey, info.node.metadata.labels![c.topologyKey]!);
-          counts.set(key, 0);
-          domains[i]!.add(key);
-        });
-      }
-      for (const [k, n] of domainCounts(ctx, ctx.nodes, constraints)) if (counts.has(k)) counts.set(k, n);
-      for (const d of domains) weights.push(Math.log(d.size + 2));
+    const domains = constraints.map(() => new Set<string>());
+    for (const info of feasible) {
+      if (requireAll && !hasAllKeys(info.node, constraints)) continue;
+      constraints.forEach((c, i) => {
+        const value = info.node.metadata.labels?.[c.topologyKey];
+        if (value === undefined) return;
+        counts.set(pair(c.topologyKey, value), 0);
+        domains[i]!.add(value);
+      });
     }
-    ctx.state.set('PodTopologySpread/score', { constraints, counts, weights } satisfies ScoreState);
+    for (const [k, n] of domainCounts(ctx, ctx.nodes, constraints, requireAll))
+      if (counts.has(k)) counts.set(k, n);
+    const weights = domains.map((d) => Math.log(d.size + 2));
+    ctx.state.set('PodTopologySpread/score', {
+      constraints,
+      requireAll,
+      counts,
+      weights,
+    } satisfies ScoreState);
   },
   score(ctx, { node }) {
     const s = ctx.state.get('PodTopologySpread/score') as ScoreState;
-    if (s.constraints.length === 0 || !hasAllKeys(node, s.constraints)) return -1;
+    if (s.constraints.length === 0 || (s.requireAll && !hasAllKeys(node, s.constraints))) return -1;
     let score = 0;
     s.constraints.forEach((c, i) => {
-      const n = s.counts.get(pair(c.topologyKey, node.metadata.labels![c.topologyKey]!)) ?? 0;
-      score += n * s.weights[i]! + (c.maxSkew - 1);
+      const value = node.metadata.labels?.[c.topologyKey];
+      if (value === undefined) return;
+      score += (s.counts.get(pair(c.topologyKey, value)) ?? 0) * s.weights[i]! + (c.maxSkew - 1);
     });
     return Math.round(score);
   },
