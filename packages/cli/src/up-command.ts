@@ -27,7 +27,8 @@ Flags:
   --hostname-override NAME
                       name of the node, or of nodes NAME-1..NAME-N (default: the hostname)
   --cluster-cidr CIDR pod IPs of the cluster: each node gets the next /24 of it in spec.podCIDR, its
-                      pods' IPs on the fake runtime (kube-controller-manager's flag; default 10.244.0.0/16)
+                      pods' IPs on the fake runtime (kube-controller-manager's flag; default 10.244.0.0/16,
+                      256 nodes)
   --proxy-mode MODE   the proxy: iptables | nftables | ipvs | userspace | none (default: as root,
                       iptables if installed, else nftables if nft is, else userspace; userspace
                       without root; none runs no proxy)
@@ -162,6 +163,14 @@ export function parseUpArgs(args: readonly string[]): { help: boolean; flags: Up
   if (clusterCidr !== undefined && !isClusterCidr(clusterCidr)) {
     throw new CliError(
       `flag --cluster-cidr must be an IPv4 CIDR with a prefix from /8 to /24 (each node gets a /24 of it), such as 10.244.0.0/16, got ${JSON.stringify(values['cluster-cidr'])}`,
+    );
+  }
+  // One /24 per node: more nodes than the range holds would share pod IPs.
+  const nodeCidrs = 2 ** (24 - Number((clusterCidr ?? '10.244.0.0/16').split('/')[1]));
+  if (nodes > nodeCidrs) {
+    const prefix = 24 - Math.ceil(Math.log2(nodes));
+    throw new CliError(
+      `flag --nodes ${nodes} needs a /24 pod CIDR per node, but --cluster-cidr ${clusterCidr ?? '10.244.0.0/16'} holds ${nodeCidrs}; give a larger range, e.g. --cluster-cidr 10.0.0.0/${prefix}`,
     );
   }
   const users = (values.user ?? []).map((spec) => {

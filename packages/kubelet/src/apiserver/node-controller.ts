@@ -53,7 +53,7 @@ export class NodeStatusController {
   private readonly reportMs: number;
   private readonly registeredWaiters: ((node: Node) => void)[] = [];
   private podCidr = '';
-  private podCidrPoll?: Loop;
+  private cancelPodCidrPoll?: () => void;
   /** Condition statuses last reported as events. */
   private readonly reported = new Map<string, string>();
 
@@ -90,7 +90,7 @@ export class NodeStatusController {
 
   stop(): void {
     this.loop?.stop();
-    this.podCidrPoll?.stop();
+    this.cancelPodCidrPoll?.();
   }
 
   /** A status sync now rather than at the next period (the identity changed). */
@@ -230,27 +230,28 @@ export class NodeStatusController {
   }
 
   /**
-   * Upstream's fastStatusUpdateOnce: a new Node reads its podCIDR every 100 ms (for up to 2 min) rather
-   * than at the 10 s status sync, so its first pods already get IPs from it.
+   * After registering, a Node without a podCIDR reads it again at 100 ms, doubling, until the first
+   * status sync takes over (as upstream's fastStatusUpdateOnce reads it early): the node IPAM controller
+   * sets it within moments, so the node's first pods already get IPs from it, and a cluster without one
+   * costs a few reads per node.
    */
   private pollPodCidr(): void {
     const { api, clock } = this.deps;
-    const until = clock.now() + 120_000;
-    this.podCidrPoll?.stop();
-    this.podCidrPoll = clock.loop(
-      async () => {
-        if (this.podCidr || clock.now() >= until || !this.loop || this.loop.stopped) {
-          this.podCidrPoll?.stop();
-          return;
-        }
-        try {
-          this.applyPodCidr(await api.getNode(this.options.identity.nodeName));
-        } catch {
-          // The status sync reports an API server that is away.
-        }
-      },
-      { period: 100, initialDelay: 100 },
-    );
+    const until = clock.now() + this.updateMs;
+    const attempt = (delay: number) => {
+      this.cancelPodCidrPoll = clock.setTimeout(() => {
+        if (this.podCidr || !this.loop || this.loop.stopped) return;
+        api
+          .getNode(this.options.identity.nodeName)
+          .then((node) => this.applyPodCidr(node))
+          .catch(() => undefined) // the status sync reports an API server that is away
+          .finally(() => {
+            if (!this.podCidr && clock.now() + delay * 2 < until) attempt(delay * 2);
+          });
+      }, delay);
+    };
+    this.cancelPodCidrPoll?.();
+    attempt(100);
   }
 
   private applyPodCidr(node: Node): void {

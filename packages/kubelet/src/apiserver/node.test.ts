@@ -218,12 +218,16 @@ test('podCIDR: the kubelet hands its Node spec.podCIDRs to the runtime (UpdateRu
     calls.push(req.runtimeConfig?.networkConfig?.podCidr);
     return update(req);
   };
-  await h.clock.advance(1_000);
+  await h.clock.advance(500);
   t.deepEqual(calls, [], 'no podCIDR yet: nothing to hand over');
   // The node IPAM controller sets both fields on the Node.
   await h.api.patchNode(nodeName, { spec: { podCIDR: '10.244.7.0/24', podCIDRs: ['10.244.7.0/24'] } });
-  await h.clock.advance(200);
-  t.deepEqual(calls, ['10.244.7.0/24'], 'a new node reads its podCIDR every 100 ms until it has one');
+  await h.clock.advance(2_000);
+  t.deepEqual(
+    calls,
+    ['10.244.7.0/24'],
+    'a new node reads its podCIDR early, before the first status sync (10 s)',
+  );
   await h.clock.advance(30_000);
   t.is(calls.length, 1, 'an unchanged podCIDR is not sent again');
   await h.api.createPod(apiPod('in-range'));
@@ -232,5 +236,14 @@ test('podCIDR: the kubelet hands its Node spec.podCIDRs to the runtime (UpdateRu
     maxMs: 5_000,
   });
   t.regex(h.api.pods.get('default/in-range')!.status!.podIP!, /^10\.244\.7\.\d+$/);
+  await h.kubelet.stop();
+});
+
+test('podCIDR: a Node that never gets one is read a few times (100 ms doubling), then only at status syncs', async (t) => {
+  const h = await startCluster();
+  await h.clock.advance(60_000);
+  const reads = h.api.callsOf('get', `node/${nodeName}`).length;
+  // 100 ms … 6.4 s (7 early reads), then the 10 s status syncs (6 in a minute).
+  t.true(reads >= 6 && reads <= 14, `${reads} reads of the Node in a minute`);
   await h.kubelet.stop();
 });
