@@ -1,6 +1,6 @@
 import { labelSelectorFromObject, matchLabels, type LabelSelector } from '../../apiserver/selectors.js';
 import type { KubeObject } from '../../object.js';
-import type { CycleContext } from './framework.js';
+import type { CycleContext, NodeInfo } from './framework.js';
 
 /** A PodAffinityTerm, parsed against the pod that carries it (upstream's framework.AffinityTerm). */
 export interface AffinityTerm {
@@ -84,4 +84,15 @@ export function termMatches(ctx: CycleContext, term: AffinityTerm, pod: KubeObje
 export function hasPodAffinity(pod: KubeObject): boolean {
   const a = pod.spec?.affinity;
   return !!(a?.podAffinity || a?.podAntiAffinity);
+}
+
+/**
+ * The pods of `info` that one of `terms` may match: those of the terms' namespaces, or every pod when
+ * a term has a namespaceSelector. So a decision looks at the pods that can matter, not all of them.
+ */
+export function candidatePods(info: NodeInfo, terms: readonly AffinityTerm[]): readonly KubeObject[] {
+  if (terms.some((t) => t.namespaceSelector)) return info.pods;
+  const namespaces = [...new Set(terms.flatMap((t) => [...t.namespaces]))];
+  if (namespaces.length === 1) return info.podsInNamespace(namespaces[0]!);
+  return namespaces.flatMap((ns) => info.podsInNamespace(ns));
 }

@@ -17,6 +17,8 @@ export interface NodeInfo {
   readonly pods: readonly KubeObject[];
   /** Those of `pods` with pod affinity or anti-affinity (upstream's PodsWithAffinity). */
   readonly podsWithAffinity: readonly KubeObject[];
+  /** Those of `pods` in one namespace (what most terms and spread constraints look at). */
+  podsInNamespace(namespace: string): readonly KubeObject[];
   /** Sum of the pods' requests. */
   readonly requested: Resources;
   /** The same with the non-zero scoring defaults (100m, 200 MiB) for containers that request nothing. */

@@ -1,5 +1,5 @@
 import type { KubeObject } from '../../object.js';
-import { hasPodAffinity, podTerms, termMatches, type AffinityTerm } from './affinity-terms.js';
+import { candidatePods, podTerms, termMatches, type AffinityTerm } from './affinity-terms.js';
 import type { CycleContext, FilterPlugin, NodeInfo, ScorePlugin } from './framework.js';
 
 /**
@@ -42,7 +42,7 @@ function preFilter(ctx: CycleContext): void {
         if (termMatches(ctx, term, pod)) bump(s.existingAntiCounts, info.node, term.topologyKey);
     }
     if (s.affinity.length === 0 && s.antiAffinity.length === 0) continue;
-    for (const other of info.pods) {
+    for (const other of candidatePods(info, [...s.affinity, ...s.antiAffinity])) {
       if (s.affinity.length > 0 && s.affinity.every((t) => termMatches(ctx, t, other)))
         for (const t of s.affinity) bump(s.affinityCounts, info.node, t.topologyKey);
       for (const t of s.antiAffinity)
@@ -101,14 +101,17 @@ export const interPodAffinityScore: ScorePlugin = {
     const preferred = podTerms(pod, 'podAffinity', 'preferred');
     const preferredAnti = podTerms(pod, 'podAntiAffinity', 'preferred');
     const domains = new Map<string, number>();
-    const incoming = preferred.length > 0 || preferredAnti.length > 0;
+    const incoming = [...preferred, ...preferredAnti];
     for (const info of ctx.nodes) {
-      for (const other of incoming ? info.pods : info.podsWithAffinity) {
-        for (const t of preferred)
-          if (termMatches(ctx, t, other)) bump(domains, info.node, t.topologyKey, t.weight);
-        for (const t of preferredAnti)
-          if (termMatches(ctx, t, other)) bump(domains, info.node, t.topologyKey, -t.weight);
-        if (!hasPodAffinity(other)) continue;
+      if (incoming.length > 0) {
+        for (const other of candidatePods(info, incoming)) {
+          for (const t of preferred)
+            if (termMatches(ctx, t, other)) bump(domains, info.node, t.topologyKey, t.weight);
+          for (const t of preferredAnti)
+            if (termMatches(ctx, t, other)) bump(domains, info.node, t.topologyKey, -t.weight);
+        }
+      }
+      for (const other of info.podsWithAffinity) {
         for (const t of podTerms(other, 'podAffinity', 'required'))
           if (termMatches(ctx, t, pod)) bump(domains, info.node, t.topologyKey, hardPodAffinityWeight);
         for (const t of podTerms(other, 'podAffinity', 'preferred'))

@@ -56,8 +56,8 @@ export function spreadConstraints(pod: KubeObject, action: 'DoNotSchedule' | 'Sc
 function countMatching(info: NodeInfo, c: Constraint, namespace: string): number {
   if (!c.selector || c.selector.length === 0) return 0;
   let n = 0;
-  for (const p of info.pods) {
-    if (p.metadata.deletionTimestamp || (p.metadata.namespace ?? 'default') !== namespace) continue;
+  for (const p of info.podsInNamespace(namespace)) {
+    if (p.metadata.deletionTimestamp) continue;
     if (matchLabels(c.selector, p.metadata.labels)) n++;
   }
   return n;

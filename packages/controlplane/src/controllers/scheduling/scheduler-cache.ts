@@ -19,6 +19,7 @@ class NodeEntry implements NodeInfo {
   readonly nonZeroRequested = noResources();
   private list?: KubeObject[];
   private withAffinity?: KubeObject[];
+  private byNamespace?: Map<string, KubeObject[]>;
 
   constructor(readonly name: string) {}
 
@@ -28,6 +29,19 @@ class NodeEntry implements NodeInfo {
 
   get podsWithAffinity(): readonly KubeObject[] {
     return (this.withAffinity ??= this.pods.filter(hasPodAffinity));
+  }
+
+  podsInNamespace(namespace: string): readonly KubeObject[] {
+    if (!this.byNamespace) {
+      this.byNamespace = new Map();
+      for (const p of this.pods) {
+        const ns = p.metadata.namespace ?? 'default';
+        const list = this.byNamespace.get(ns);
+        if (list) list.push(p);
+        else this.byNamespace.set(ns, [p]);
+      }
+    }
+    return this.byNamespace.get(namespace) ?? [];
   }
 
   add(key: string, pod: KubeObject): void {
@@ -50,6 +64,7 @@ class NodeEntry implements NodeInfo {
   private changed(): void {
     this.list = undefined;
     this.withAffinity = undefined;
+    this.byNamespace = undefined;
   }
 }
 
