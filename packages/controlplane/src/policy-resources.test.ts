@@ -1,0 +1,81 @@
+import test from 'ava';
+import { fileCluster, kubectlTests } from './test-helpers.js';
+
+// policy/v1 PodDisruptionBudgets as a served resource (no controllers), pods/eviction in discovery, and the
+// protobuf DeleteOptions `kubectl drain` sends, through the real kubectl and raw requests.
+const serial = kubectlTests(test);
+
+const cluster = fileCluster(test, {
+  controllers: { scheduler: false, endpointSlices: false, workloads: false },
+});
+
+serial('kubectl create pdb (a protobuf body) and kubectl get pdb with upstream columns', async (t) => {
+  const c = cluster();
+  const a = await c.kubectl(['create', 'pdb', 'web', '--selector=app=web', '--min-available=2']);
+  t.is(a.code, 0, a.stderr);
+  t.regex(a.stdout, /poddisruptionbudget.policy\/web created/);
+  const b = await c.kubectl(['create', 'pdb', 'zero', '--selector=app=z', '--max-unavailable=0']);
+  t.is(b.code, 0, b.stderr);
+  const zero = (await c.api('GET', '/apis/policy/v1/namespaces/default/poddisruptionbudgets/zero')).json;
+  t.deepEqual(zero.spec, { maxUnavailable: 0, selector: { matchLabels: { app: 'z' } } });
+  t.like(zero.status, { currentHealthy: 0, desiredHealthy: 0, disruptionsAllowed: 0, expectedPods: 0 });
+  const r = await c.kubectl(['get', 'pdb']);
+  t.is(r.code, 0, r.stderr);
+  t.regex(r.stdout, /^NAME\s+MIN AVAILABLE\s+MAX UNAVAILABLE\s+ALLOWED DISRUPTIONS\s+AGE$/m);
+  t.regex(r.stdout, /^web\s+2\s+N\/A\s+0\s+\S+$/m);
+  t.regex(r.stdout, /^zero\s+N\/A\s+0\s+0\s+\S+$/m);
+});
+
+serial('validation: not both of minAvailable and maxUnavailable; percentages up to 100%', async (t) => {
+  const c = cluster();
+  const pdb = (name: string, spec: string) =>
+    `apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata:\n  name: ${name}\nspec:\n  selector:\n    matchLabels: {app: x}\n${spec}`;
+  const both = await c.kubectl(['apply', '-f', '-'], {
+    input: pdb('both', '  minAvailable: 1\n  maxUnavailable: 1\n'),
+  });
+  t.not(both.code, 0);
+  t.regex(both.stderr, /spec: Invalid value: "": minAvailable and maxUnavailable cannot be both set/);
+  const over = await c.kubectl(['apply', '-f', '-'], { input: pdb('over', '  minAvailable: "150%"\n') });
+  t.not(over.code, 0);
+  t.regex(over.stderr, /spec.minAvailable: Invalid value: "150%": must not be greater than 100%/);
+  const word = await c.kubectl(['apply', '-f', '-'], { input: pdb('word', '  maxUnavailable: "half"\n') });
+  t.not(word.code, 0);
+  t.regex(word.stderr, /spec.maxUnavailable: Invalid value: "half": a valid percent string must be/);
+});
+
+serial('pods/eviction is in discovery as policy/v1 Eviction (what kubectl drain looks for)', async (t) => {
+  const c = cluster();
+  const v1 = (await c.api('GET', '/api/v1')).json;
+  const eviction = v1.resources.find((r: { name: string }) => r.name === 'pods/eviction');
+  t.like(eviction, { kind: 'Eviction', group: 'policy', version: 'v1', verbs: ['create'] });
+});
+
+// The bodies kubectl drain --disable-eviction sends (captured from kubectl 1.32): `k8s\0`, a runtime.Unknown
+// of TypeMeta v1/DeleteOptions and the message — empty, and gracePeriodSeconds 7 (`--grace-period=7`).
+const emptyOptions = Buffer.from(
+  '6b3873000a130a027631120d' + '44656c6574654f7074696f6e73' + '12001a002200',
+  'hex',
+);
+const graceSeven = Buffer.from(
+  '6b3873000a130a027631120d' + '44656c6574654f7074696f6e73' + '120208071a002200',
+  'hex',
+);
+
+serial('DELETE with a protobuf DeleteOptions body is honoured', async (t) => {
+  const c = cluster();
+  const pod = (name: string) => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name },
+    spec: { nodeName: 'n1', containers: [{ name: 'c', image: 'nginx' }] },
+  });
+  const proto = { 'content-type': 'application/vnd.kubernetes.protobuf' };
+  for (const name of ['p7', 'p30'])
+    t.is((await c.api('POST', '/api/v1/namespaces/default/pods', pod(name))).status, 201);
+  const seven = await c.api('DELETE', '/api/v1/namespaces/default/pods/p7', graceSeven, proto);
+  t.is(seven.status, 200, seven.text);
+  t.is(seven.json.metadata.deletionGracePeriodSeconds, 7);
+  const dflt = await c.api('DELETE', '/api/v1/namespaces/default/pods/p30', emptyOptions, proto);
+  t.is(dflt.status, 200, dflt.text);
+  t.is(dflt.json.metadata.deletionGracePeriodSeconds, 30);
+});
