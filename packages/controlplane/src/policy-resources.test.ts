@@ -79,3 +79,44 @@ serial('DELETE with a protobuf DeleteOptions body is honoured', async (t) => {
   t.is(dflt.status, 200, dflt.text);
   t.is(dflt.json.metadata.deletionGracePeriodSeconds, 30);
 });
+
+serial('RBAC: the default edit and admin roles may create pods/eviction, view may not', async (t) => {
+  const c = cluster();
+  for (const [user, role] of [
+    ['ed', 'edit'],
+    ['ad', 'admin'],
+    ['vi', 'view'],
+  ] as const) {
+    const r = await c.kubectl([
+      'create',
+      'rolebinding',
+      `${user}-${role}`,
+      `--clusterrole=${role}`,
+      `--user=${user}`,
+    ]);
+    t.is(r.code, 0, r.stderr);
+  }
+  // A SubjectAccessReview asks for another user (this server does not impersonate).
+  const canEvict = async (user: string) => {
+    const review = await c.api('POST', '/apis/authorization.k8s.io/v1/subjectaccessreviews', {
+      apiVersion: 'authorization.k8s.io/v1',
+      kind: 'SubjectAccessReview',
+      spec: {
+        user,
+        resourceAttributes: {
+          namespace: 'default',
+          verb: 'create',
+          resource: 'pods',
+          subresource: 'eviction',
+        },
+      },
+    });
+    return review.json.status?.allowed === true;
+  };
+  // The aggregated roles are filled by a controller: wait, bounded, until edit has its rules.
+  const deadline = Date.now() + 20_000;
+  while (!(await canEvict('ed')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 200));
+  t.true(await canEvict('ed'));
+  t.true(await canEvict('ad'));
+  t.false(await canEvict('vi'));
+});
