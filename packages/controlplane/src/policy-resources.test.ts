@@ -120,3 +120,34 @@ serial('RBAC: the default edit and admin roles may create pods/eviction, view ma
   t.true(await canEvict('ad'));
   t.false(await canEvict('vi'));
 });
+
+// An Eviction as a typed client encodes it: TypeMeta policy/v1 Eviction; metadata.name "pe",
+// deleteOptions.gracePeriodSeconds 0.
+const evictionPe = Buffer.from(
+  '6b387300' +
+    '0a15' +
+    '0a09706f6c6963792f7631' +
+    '12084576696374696f6e' +
+    '120a' +
+    '0a040a027065' +
+    '12020800',
+  'hex',
+);
+
+serial('POST pods/eviction with a protobuf Eviction: its deleteOptions are honoured', async (t) => {
+  const c = cluster();
+  const pod = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'pe' },
+    spec: { nodeName: 'n1', containers: [{ name: 'c', image: 'nginx' }] },
+  };
+  t.is((await c.api('POST', '/api/v1/namespaces/default/pods', pod)).status, 201);
+  const r = await c.api('POST', '/api/v1/namespaces/default/pods/pe/eviction', evictionPe, {
+    'content-type': 'application/vnd.kubernetes.protobuf',
+  });
+  t.is(r.status, 201, r.text);
+  t.like(r.json, { kind: 'Status', status: 'Success' });
+  // Grace 0: gone at once.
+  t.is((await c.api('GET', '/api/v1/namespaces/default/pods/pe')).status, 404);
+});
