@@ -30,6 +30,8 @@ const finalizerKeys: Record<string, string> = { orphan: 'orphan', foregroundDele
 export class GarbageCollector {
   private readonly queue: WorkQueue;
   private readonly unsubscribe: (() => void)[] = [];
+  /** Owners deleting in the foreground, by uid: their `foreground/…` key (pod writes look here, not in the store). */
+  private readonly waiting = new Map<string, string>();
 
   constructor(
     private readonly registry: Registry,
@@ -47,8 +49,8 @@ export class GarbageCollector {
     for (const storage of storages) {
       this.unsubscribe.push(
         store.subscribe(storage, (e) => {
+          this.enqueueFinalizing(storage, e.object, e.op === 'delete');
           if (e.op === 'delete' && owners.includes(storage)) this.enqueueDependents(e.namespace, e.object);
-          else this.enqueueFinalizing(storage, e.object);
           // A dependent that changed or went may unblock an owner deleting in the foreground.
           if (dependents.includes(storage)) this.enqueueWaitingOwners(e.object);
         }),
@@ -68,13 +70,19 @@ export class GarbageCollector {
   stop(): void {
     for (const u of this.unsubscribe.splice(0)) u();
     this.queue.stop();
+    this.waiting.clear();
   }
 
-  private enqueueFinalizing(storage: string, obj: KubeObject): void {
-    if (!obj.metadata.deletionTimestamp) return;
+  private enqueueFinalizing(storage: string, obj: KubeObject, deleted = false): void {
+    const uid = obj.metadata.uid ?? '';
+    if (deleted || !waitingForDependents(obj)) this.waiting.delete(uid);
+    if (deleted || !obj.metadata.deletionTimestamp) return;
     for (const f of obj.metadata.finalizers ?? []) {
       const what = finalizerKeys[f];
-      if (what) this.queue.add(`${what}/${storage}/${obj.metadata.namespace ?? ''}/${obj.metadata.name}`);
+      if (!what) continue;
+      const key = `${what}/${storage}/${obj.metadata.namespace ?? ''}/${obj.metadata.name}`;
+      if (what === 'foreground') this.waiting.set(uid, key);
+      this.queue.add(key);
     }
   }
 
@@ -84,11 +92,9 @@ export class GarbageCollector {
   }
 
   private enqueueWaitingOwners(dependent: KubeObject): void {
-    const namespace = dependent.metadata.namespace ?? '';
     for (const ref of refs(dependent)) {
-      const owner = this.owner(namespace, ref);
-      if (owner && waitingForDependents(owner.object))
-        this.queue.add(`foreground/${owner.storage}/${namespace}/${ref.name}`);
+      const key = this.waiting.get(ref.uid);
+      if (key) this.queue.add(key);
     }
   }
 
