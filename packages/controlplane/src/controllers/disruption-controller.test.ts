@@ -193,3 +193,34 @@ test('an evicted pod is not healthy until two minutes pass without its deletion'
   t.like(status(registry), { currentHealthy: 3, disruptionsAllowed: 2 });
   t.is(status(registry).disruptedPods, undefined);
 });
+
+test('a DisruptionTarget left on a pod that was never deleted is set to False after two minutes', async (t) => {
+  const { clock, registry, controller } = setup();
+  const rs = replicaSet(registry, 2);
+  for (const name of ['kept', 'going']) {
+    pod(registry, name, true, rs);
+    registry.store.update('pods', 'default', name, (p) => {
+      p.status.conditions.push({
+        type: 'DisruptionTarget',
+        status: 'True',
+        reason: 'EvictionByEvictionAPI',
+        message: 'Eviction API: evicting',
+        lastTransitionTime: rfc3339(clock.now()),
+      });
+      if (name === 'going') p.metadata.deletionTimestamp = rfc3339(clock.now() + 30_000);
+      return p;
+    });
+  }
+  controller.start();
+  t.teardown(() => controller.stop());
+  const target = (name: string) =>
+    registry.store
+      .get('pods', 'default', name)!
+      .object.status.conditions.find((c: { type: string }) => c.type === 'DisruptionTarget');
+  await clock.advance(60_000);
+  t.is(target('kept').status, 'True', 'not stale yet');
+  await clock.advance(60_000);
+  await waitFor(() => (target('kept').status === 'False' ? true : undefined), 'the stale condition cleared');
+  t.is(target('kept').lastTransitionTime, rfc3339(clock.now()));
+  t.is(target('going').status, 'True', 'a pod being deleted keeps it');
+});

@@ -1,6 +1,6 @@
 import { canonicalJson } from '@nodelet/api';
 import type { Clock, Logger } from '@nodelet/kernel';
-import type { KubeObject } from '../object.js';
+import { rfc3339, type KubeObject } from '../object.js';
 import type { Registry } from '../apiserver/registry.js';
 import { apiVersionOf } from '../apiserver/resource-type.js';
 import { ApiError } from '../apiserver/status.js';
@@ -28,7 +28,14 @@ import { WorkQueue } from './work-queue.js';
  *
  * When the expected count cannot be computed (a pod without a known controller, for a percentage or
  * maxUnavailable) the budget fails safe: no disruptions allowed, condition reason `SyncFailed`.
+ *
+ * A pod left with `DisruptionTarget=True` (not set by its kubelet) that is neither terminal nor being
+ * deleted two minutes later — an eviction whose delete never happened — has the condition set to False.
  */
+const stalePodDisruptionTimeoutMs = 2 * 60_000;
+/** Queue keys of pods with a possibly stale DisruptionTarget (':' never appears in a namespace). */
+const stalePrefix = 'stale-pod:';
+
 export class DisruptionController {
   private readonly queue: WorkQueue;
   private readonly unsubscribe: (() => void)[] = [];
@@ -48,10 +55,12 @@ export class DisruptionController {
       store.subscribe('poddisruptionbudgets', (e) => this.queue.add(`${e.namespace}/${e.name}`)),
       store.subscribe('pods', (e) => {
         for (const pod of e.prev ? [e.object, e.prev] : [e.object]) this.enqueueFor(pod);
+        if (e.op !== 'delete') this.checkStaleDisruption(e.object);
       }),
     );
     for (const { object } of store.listAll('poddisruptionbudgets'))
       this.queue.add(`${object.metadata.namespace}/${object.metadata.name}`);
+    for (const { object } of store.listAll('pods')) this.checkStaleDisruption(object);
   }
 
   stop(): void {
@@ -66,8 +75,9 @@ export class DisruptionController {
     }
   }
 
-  /** One step: recomputes the status of budget `namespace/name`. */
+  /** One step: recomputes the status of budget `namespace/name` (or clears a pod's stale DisruptionTarget). */
   sync(key: string): void {
+    if (key.startsWith(stalePrefix)) return this.clearStaleDisruption(key.slice(stalePrefix.length));
     const [namespace, name] = key.split('/') as [string, string];
     const pdb = this.registry.store.get('poddisruptionbudgets', namespace, name)?.object;
     if (!pdb) return;
@@ -105,6 +115,39 @@ export class DisruptionController {
     status.conditions = disruptionAllowedCondition(pdb, status, now);
     this.writeStatus(pdb, status);
     if (recheckAt !== undefined) this.queue.addAfter(key, Math.max(0, recheckAt - now));
+  }
+
+  /** How long until the pod's DisruptionTarget is stale (0: now), or undefined when it is not one to clear. */
+  private staleIn(pod: KubeObject): number | undefined {
+    if (pod.metadata.deletionTimestamp || ['Succeeded', 'Failed'].includes(pod.status?.phase))
+      return undefined;
+    const c = disruptionTarget(pod);
+    if (c?.status !== 'True' || c.reason === 'TerminationByKubelet') return undefined;
+    const since = Date.parse(c.lastTransitionTime ?? '') || 0;
+    return Math.max(0, since + stalePodDisruptionTimeoutMs - this.clock.now());
+  }
+
+  private checkStaleDisruption(pod: KubeObject): void {
+    const wait = this.staleIn(pod);
+    if (wait === undefined) return;
+    const key = `${stalePrefix}${pod.metadata.namespace}/${pod.metadata.name}`;
+    if (wait === 0) this.queue.add(key);
+    else this.queue.addAfter(key, wait);
+  }
+
+  private clearStaleDisruption(podKey: string): void {
+    const [namespace, name] = podKey.split('/') as [string, string];
+    const pod = this.registry.store.get('pods', namespace, name)?.object;
+    if (!pod) return;
+    const wait = this.staleIn(pod);
+    if (wait === undefined) return;
+    if (wait > 0) return this.queue.addAfter(`${stalePrefix}${podKey}`, wait);
+    const now = rfc3339(this.clock.now());
+    this.registry.store.update('pods', namespace, name, (p) => {
+      const c = disruptionTarget(p);
+      if (c) Object.assign(c, { status: 'False', lastTransitionTime: now });
+      return p;
+    });
   }
 
   /** Sum of the scales of the pods' controllers (getExpectedScale). */
@@ -174,4 +217,9 @@ export class DisruptionController {
       if (!(err instanceof ApiError && err.code === 404)) throw err;
     }
   }
+}
+
+function disruptionTarget(pod: KubeObject): Record<string, any> | undefined {
+  const conditions: Record<string, any>[] = pod.status?.conditions ?? [];
+  return conditions.find((c) => c.type === 'DisruptionTarget');
 }
