@@ -159,6 +159,11 @@ test('dry run changes nothing; a name that differs from the URL is a 400', (t) =
   ) as ApiError;
   t.is(err.code, 400);
   t.is(err.message, 'name in URL does not match name in Eviction object');
+  const elsewhere = { ...eviction('a'), metadata: { name: 'a', namespace: 'other' } };
+  const wrongNs = t.throws(() =>
+    evictPod(registry, 'default', 'a', elsewhere, { dryRun: false }),
+  ) as ApiError;
+  t.is(wrongNs.code, 400);
 });
 
 test('a uid precondition that does not match is a 409 Conflict', (t) => {

@@ -81,6 +81,9 @@ export function evictPod(
   if (body.kind !== undefined && body.kind !== 'Eviction')
     throw badRequest(`${String(body.kind)} cannot be handled as an Eviction`);
   if (body.metadata?.name !== name) throw badRequest('name in URL does not match name in Eviction object');
+  const bodyNamespace = body.metadata?.namespace;
+  if (bodyNamespace && bodyNamespace !== namespace)
+    throw badRequest('the namespace of the provided object does not match the namespace sent on the request');
   const deleteOptions = evictionDeleteOptions(body, options);
   const pods = registry.byStorage('pods');
   const pod = registry.get(pods, namespace, name);
