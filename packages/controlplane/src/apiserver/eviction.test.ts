@@ -173,3 +173,19 @@ test('a uid precondition that does not match is a 409 Conflict', (t) => {
   t.is(err.code, 409);
   t.falsy(stored(registry, 'pods', 'a')!.metadata.deletionTimestamp);
 });
+
+test('unhealthyPodEvictionPolicy AlwaysAllow: a pod that is not Ready goes even when the budget is not met', (t) => {
+  const { registry } = setup();
+  pod(registry, 'sick', 'Running', false);
+  pod(registry, 'sick2', 'Running', false);
+  budget(registry, 'strict', { disruptionsAllowed: 0, currentHealthy: 0, desiredHealthy: 2 });
+  // IfHealthyBudget (the default): the budget is not met, so the unready pod is protected too.
+  t.is((t.throws(() => evict(registry, 'sick')) as ApiError).code, 429);
+  registry.store.update('poddisruptionbudgets', 'default', 'strict', (p) => {
+    p.spec.unhealthyPodEvictionPolicy = 'AlwaysAllow';
+    return p;
+  });
+  t.like(evict(registry, 'sick2'), { status: 'Success' });
+  t.truthy(stored(registry, 'pods', 'sick2')!.metadata.deletionTimestamp);
+  t.is(stored(registry, 'poddisruptionbudgets', 'strict')!.status.disruptionsAllowed, 0);
+});
