@@ -17,6 +17,7 @@ import { defaultClusterCidr, defaultNodeCidrMaskSize, NodeCidrSet } from './cont
 import { ReplicaSetController } from './controllers/replicaset-controller.js';
 import { DeploymentController } from './controllers/deployment-controller.js';
 import { GarbageCollector } from './controllers/garbage-collector.js';
+import { DisruptionController } from './controllers/disruption-controller.js';
 import { Authenticator } from './apiserver/authentication.js';
 import { StaticTokens } from './apiserver/token-file.js';
 import { ensureServiceAccountKey } from './serviceaccount/signing-key.js';
@@ -303,6 +304,10 @@ export class ControlPlane {
         new DeploymentController(registry, o.clock, logger.child('deployment-controller'), deployEvents),
       );
       this.controllers.push(new GarbageCollector(registry, o.clock, logger.child('garbage-collector')));
+      const pdbEvents = new EventRecorder(registry, o.clock, logger.child('events'), 'controllermanager');
+      this.controllers.push(
+        new DisruptionController(registry, o.clock, logger.child('disruption-controller'), pdbEvents),
+      );
     }
     this.controllers.push(
       new CsrController(registry, o.clock, logger.child('csr-controller'), this.pki.ca, authorization.chain),

@@ -78,6 +78,23 @@ export async function startCluster(
   return clusterHandle(cp, dataDir, logs);
 }
 
+/**
+ * One cluster shared by a test file's serial kubectl tests: started before them, destroyed after (nothing
+ * when kubectl is missing). Returns the cluster, for use inside the tests.
+ */
+export function fileCluster(test: TestFn, options: Partial<ControlPlaneOptions> = {}): () => TestCluster {
+  let c: TestCluster | undefined;
+  if (!kubectlMissing) {
+    test.before(async () => {
+      c = await startCluster(options);
+    });
+    test.after.always(async () => {
+      await c?.destroy();
+    });
+  }
+  return () => c!;
+}
+
 export function clusterHandle(cp: ControlPlane, dataDir: string, logs: MemorySink): TestCluster {
   const cacheDir = join(dataDir, 'kubectl-cache');
   const client = admin(cp);

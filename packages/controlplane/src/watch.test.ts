@@ -300,6 +300,7 @@ test.serial(
       'events.k8s.io',
       // Served by the API server itself (no metrics-server to install): kubectl top works.
       'metrics.k8s.io',
+      'policy',
       'rbac.authorization.k8s.io',
     ]);
     const index = await c.api('GET', '/openapi/v3');

@@ -1,16 +1,18 @@
+import { policyMessages } from './protobuf-policy.js';
 import { badRequest, unsupportedMediaType } from './status.js';
 
 /**
  * Request bodies in the Kubernetes protobuf encoding (`application/vnd.kubernetes.protobuf`), for the kinds
  * kubectl's typed clients send that way: `kubectl create namespace|configmap|secret|service|serviceaccount`,
  * `kubectl certificate approve|deny`, `kubectl create token`, `kubectl auth whoami|can-i` and
- * `kubectl create role|clusterrole|rolebinding|clusterrolebinding`, `kubectl create deployment`.
+ * `kubectl create role|clusterrole|rolebinding|clusterrolebinding`, `kubectl create deployment`, and the
+ * DeleteOptions and Evictions of `kubectl drain`, `kubectl create pdb`.
  * The envelope is the 4-byte magic `k8s\0` and a runtime.Unknown (typeMeta, raw, contentEncoding,
  * contentType); `raw` is the object's message. The field numbers are those of the upstream Go types'
  * `protobuf` struct tags. A body of another kind is refused (415) with a message that says to send JSON.
  * Responses are always JSON, which these clients accept.
  */
-type Kind =
+export type Kind =
   | 'string'
   | 'bytes'
   | 'int'
@@ -21,7 +23,7 @@ type Kind =
   | { map: 'string' | 'bytes' }
   | { repeated: 'string' | { message: string } };
 
-type Fields = Record<number, [string, Kind]>;
+export type Fields = Record<number, [string, Kind]>;
 
 const objectReference: Fields = {
   1: ['kind', 'string'],
@@ -305,6 +307,7 @@ const messages: Record<string, Fields> = {
     5: ['lastTransitionTime', 'time'],
     6: ['status', 'string'],
   },
+  ...policyMessages,
 };
 
 const magic = Buffer.from([0x6b, 0x38, 0x73, 0x00]);
@@ -371,7 +374,13 @@ function decodeMessage(buf: Buffer, name: string): Record<string, unknown> {
 }
 
 /** Pointer fields whose zero value means something. */
-const keepZero = new Set(['deletionGracePeriodSeconds', 'replicas']);
+const keepZero = new Set([
+  'deletionGracePeriodSeconds',
+  'replicas',
+  'gracePeriodSeconds',
+  'minAvailable',
+  'maxUnavailable',
+]);
 
 function readValue(r: Reader, wire: number, kind: Kind, previous: unknown): unknown {
   if (kind === 'string') return r.bytes().toString('utf8');

@@ -7,6 +7,12 @@ import type { DeleteOptions, DeleteResult, ListOptions, RegistryParts } from './
 import { apiVersionOf, groupResource, type ResourceType } from './resource-type.js';
 import { ApiError, conflict, forbidden, invalid, notFound, successStatus, type Status } from './status.js';
 
+/** The finalizer a propagation policy leaves for the garbage collector. */
+const gcFinalizers: Record<string, string | undefined> = {
+  Orphan: 'orphan',
+  Foreground: 'foregroundDeletion',
+};
+
 export function deleteObject(
   p: RegistryParts,
   t: ResourceType,
@@ -46,8 +52,10 @@ export function deleteObject(
   if (t.storage === 'namespaces') return deleteNamespace(p, t, obj, current.rev, options);
 
   const grace = t.strategy.gracePeriodSeconds?.(obj, options.gracePeriodSeconds) ?? 0;
-  const orphan = options.propagationPolicy === 'Orphan' && t.storage !== 'pods';
-  const finalizers = (obj.metadata.finalizers ?? []).length > 0 || orphan;
+  // The garbage collector finishes these: it orphans the dependents, or deletes them first.
+  const gcFinalizer =
+    t.storage === 'pods' ? undefined : gcFinalizers[options.propagationPolicy ?? 'Background'];
+  const finalizers = (obj.metadata.finalizers ?? []).length > 0 || gcFinalizer !== undefined;
   if (grace > 0 || finalizers) {
     // Graceful deletion or finalizers: the object stays, marked, until its node or its finalizers let go.
     const existing = obj.metadata.deletionGracePeriodSeconds;
@@ -63,8 +71,8 @@ export function deleteObject(
       (o) => {
         o.metadata.deletionTimestamp = rfc3339(now + grace * 1000);
         o.metadata.deletionGracePeriodSeconds = grace;
-        if (orphan && !(o.metadata.finalizers ?? []).includes('orphan')) {
-          o.metadata.finalizers = [...(o.metadata.finalizers ?? []), 'orphan'];
+        if (gcFinalizer && !(o.metadata.finalizers ?? []).includes(gcFinalizer)) {
+          o.metadata.finalizers = [...(o.metadata.finalizers ?? []), gcFinalizer];
         }
         return o;
       },

@@ -18,6 +18,7 @@ import { send, sendList, sendObject } from './responses.js';
 import { ApiError, badRequest, methodNotAllowed, unsupportedMediaType, type Status } from './status.js';
 import { serveWatch } from './watch-stream.js';
 import { patchScale, scaleOf, updateScale } from './scale.js';
+import { evictPod } from './eviction.js';
 
 /** What the request handlers share with the server. */
 export interface ServeContext {
@@ -168,6 +169,12 @@ export async function serveResource(
     const body = parseBody(await readBody(req, ctx.maxBodyBytes), req.headers['content-type']);
     const status = registry.bind(namespace, name, body);
     return send(res, 201, status);
+  }
+  if (sub === 'eviction') {
+    if (method !== 'POST') throw methodNotAllowed();
+    const body = parseBody(await readBody(req, ctx.maxBodyBytes), req.headers['content-type']);
+    const status = evictPod(registry, namespace, name, body, { dryRun, user });
+    return send(res, status.code, status);
   }
   if (sub === 'scale') return serveScale(ctx, req, res, t, namespace, name, { dryRun, user });
   switch (method) {

@@ -6,6 +6,7 @@ import { certificateSigningRequests } from './certificates.js';
 import { pods } from './pods.js';
 import { deployments } from './deployments.js';
 import { replicaSets } from './replica-sets.js';
+import { podDisruptionBudgets } from './pod-disruption-budgets.js';
 import { clusterRoleBindings, clusterRoles, roleBindings, roles } from './rbac.js';
 import { makeServices } from './services.js';
 import { configMaps, secrets } from './config-data.js';
@@ -31,6 +32,7 @@ export function servedResources(allocator: ServiceAllocator): ResourceType[] {
     leases,
     deployments,
     replicaSets,
+    podDisruptionBudgets,
     eventsV1,
     certificateSigningRequests,
     tokenReviews,

@@ -164,6 +164,7 @@ export const pods: ResourceType = {
   subresources: [
     { name: 'status', kind: 'Pod', verbs: ['get', 'patch', 'update'] },
     { name: 'binding', kind: 'Binding', verbs: ['create'] },
+    { name: 'eviction', kind: 'Eviction', group: 'policy', version: 'v1', verbs: ['create'] },
     { name: 'log', kind: 'Pod', verbs: ['get'] },
     { name: 'exec', kind: 'PodExecOptions', verbs: ['create', 'get'] },
     { name: 'attach', kind: 'PodAttachOptions', verbs: ['create', 'get'] },
