@@ -13,6 +13,7 @@ import { EndpointSliceController } from './controllers/endpointslice-controller.
 import { NamespaceController } from './controllers/namespace-controller.js';
 import { Scheduler } from './controllers/scheduler.js';
 import { ReplicaSetController } from './controllers/replicaset-controller.js';
+import { DaemonSetController } from './controllers/daemon-set-controller.js';
 import { DeploymentController } from './controllers/deployment-controller.js';
 import { GarbageCollector } from './controllers/garbage-collector.js';
 import { Authenticator } from './apiserver/authentication.js';
@@ -283,6 +284,10 @@ export class ControlPlane {
       );
       this.controllers.push(
         new DeploymentController(registry, o.clock, logger.child('deployment-controller'), deployEvents),
+      );
+      const dsEvents = new EventRecorder(registry, o.clock, logger.child('events'), 'daemonset-controller');
+      this.controllers.push(
+        new DaemonSetController(registry, o.clock, logger.child('daemonset-controller'), dsEvents),
       );
       this.controllers.push(new GarbageCollector(registry, o.clock, logger.child('garbage-collector')));
     }

@@ -8,18 +8,19 @@ import { WorkQueue } from './work-queue.js';
 
 /**
  * A small garbage collector (upstream's pkg/controller/garbagecollector, for the owners this control plane
- * has: Deployments and ReplicaSets):
+ * has: Deployments, ReplicaSets and DaemonSets):
  *
- * - background cascading deletion: once an owner is gone, each dependent (ReplicaSets, pods) none of whose
- *   owners exists any more is deleted; one that still has another owner only loses the dangling reference;
+ * - background cascading deletion: once an owner is gone, each dependent (ReplicaSets, pods,
+ *   ControllerRevisions) none of whose owners exists any more is deleted; one that still has another
+ *   owner only loses the dangling reference;
  * - orphaning: an owner deleted with `propagationPolicy: Orphan` carries the `orphan` finalizer; its
  *   dependents lose their references to it, then the finalizer is removed and the owner goes.
  *
  * Foreground deletion (the `foregroundDeletion` finalizer) is not implemented: it deletes in the background.
  * On start every dependent is checked once, so deletions made while the collector was down are finished.
  */
-const owners = ['deployments', 'replicasets'];
-const dependents = ['replicasets', 'pods'];
+const owners = ['deployments', 'replicasets', 'daemonsets'];
+const dependents = ['replicasets', 'pods', 'controllerrevisions'];
 
 export class GarbageCollector {
   private readonly queue: WorkQueue;
