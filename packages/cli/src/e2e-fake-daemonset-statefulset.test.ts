@@ -53,6 +53,67 @@ spec:
           path: /var/log
 `;
 
+// The "web" example of "StatefulSets" (concepts/workloads/controllers/statefulset), its
+// volumeClaimTemplates replaced by an emptyDir volume (`claims` puts them back) and minReadySeconds 10
+// lowered to 1, so that the three pods in order take seconds.
+const web = (claims: boolean) => `apiVersion: v1
+kind: Service
+metadata:
+  name: nginx
+  labels:
+    app: nginx
+spec:
+  ports:
+  - port: 80
+    name: web
+  clusterIP: None
+  selector:
+    app: nginx
+---
+apiVersion: apps/v1
+kind: StatefulSet
+metadata:
+  name: web
+spec:
+  selector:
+    matchLabels:
+      app: nginx
+  serviceName: "nginx"
+  replicas: 3
+  minReadySeconds: 1
+  template:
+    metadata:
+      labels:
+        app: nginx
+    spec:
+      terminationGracePeriodSeconds: 10
+      containers:
+      - name: nginx
+        image: registry.k8s.io/nginx-slim:0.24
+        ports:
+        - containerPort: 80
+          name: web
+        volumeMounts:
+        - name: www
+          mountPath: /usr/share/nginx/html
+${
+  claims
+    ? `  volumeClaimTemplates:
+  - metadata:
+      name: www
+    spec:
+      accessModes: [ "ReadWriteOnce" ]
+      storageClassName: "my-storage-class"
+      resources:
+        requests:
+          storage: 1Gi
+`
+    : `      volumes:
+      - name: www
+        emptyDir: {}
+`
+}`;
+
 if (kubectl) {
   let up: NodeletUp;
   test.before(async () => {
@@ -154,6 +215,90 @@ if (kubectl) {
         const revs = await up.kubectlOk(['get', 'controllerrevisions', '-n', 'kube-system', '-o', 'name']);
         return pods.trim() === '' && revs.trim() === '' ? true : undefined;
       },
+      wait,
+    );
+    t.pass();
+  });
+
+  const ready = (p: any) => p.status?.conditions?.find((c: any) => c.type === 'Ready' && c.status === 'True');
+
+  test.serial('the web StatefulSet with volumeClaimTemplates is refused, naming the field', async (t) => {
+    const r = await up.kubectl(['apply', '-f', '-'], web(true));
+    t.not(r.code, 0);
+    t.regex(r.stderr, /spec\.volumeClaimTemplates: Forbidden: persistent volumes are not supported/);
+    t.regex(await up.kubectlOk(['get', 'sts']), /^$|No resources/);
+  });
+
+  test.serial(
+    'the web StatefulSet makes web-0, web-1, web-2 in order; rollout status returns 0',
+    async (t) => {
+      t.regex(await up.kubectlOk(['apply', '-f', '-'], web(false)), /statefulset.apps\/web created/);
+      const rollout = await up.kubectl(['rollout', 'status', 'sts/web', '--timeout=90s']);
+      t.is(rollout.code, 0, rollout.stderr);
+      t.regex(rollout.stdout, /partitioned roll out complete: 3 new pods have been updated/);
+      const pods = (await livePods('app=nginx')).sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1));
+      t.deepEqual(
+        pods.map((p) => p.metadata.name),
+        ['web-0', 'web-1', 'web-2'],
+      );
+      for (let i = 1; i < 3; i++) {
+        // Each pod was made only once the one before it was Ready.
+        const readySince = Date.parse(ready(pods[i - 1]).lastTransitionTime);
+        t.true(Date.parse(pods[i].metadata.creationTimestamp) >= readySince, pods[i].metadata.name);
+      }
+      t.deepEqual(
+        pods.map((p) => [
+          p.spec.hostname,
+          p.spec.subdomain,
+          p.metadata.labels['apps.kubernetes.io/pod-index'],
+        ]),
+        [
+          ['web-0', 'nginx', '0'],
+          ['web-1', 'nginx', '1'],
+          ['web-2', 'nginx', '2'],
+        ],
+      );
+      t.regex(await up.kubectlOk(['get', 'sts', 'web']), /^NAME\s+READY\s+AGE\nweb\s+3\/3\s+\S+\n$/);
+    },
+  );
+
+  test.serial('kubectl delete pod web-1: it comes back with the same name', async (t) => {
+    const uid = JSON.parse(await up.kubectlOk(['get', 'pod', 'web-1', '-o', 'json'])).metadata.uid;
+    await up.kubectlOk(['delete', 'pod', 'web-1']);
+    await pollUntil(
+      'a new Ready web-1',
+      async () => {
+        const p = (await livePods('app=nginx')).find((x) => x.metadata.name === 'web-1');
+        return p && p.metadata.uid !== uid && ready(p) ? p : undefined;
+      },
+      wait,
+    );
+    t.pass();
+  });
+
+  test.serial('kubectl scale sts web --replicas=1 leaves web-0', async (t) => {
+    t.regex(await up.kubectlOk(['scale', 'sts', 'web', '--replicas=1']), /statefulset.apps\/web scaled/);
+    const left = await pollUntil(
+      'only web-0',
+      async () => {
+        const all = JSON.parse(await up.kubectlOk(['get', 'pods', '-l', 'app=nginx', '-o', 'json'])).items;
+        return all.length === 1 ? all : undefined;
+      },
+      wait,
+    );
+    t.is(left[0].metadata.name, 'web-0');
+    const rollout = await up.kubectl(['rollout', 'status', 'sts/web', '--timeout=60s']);
+    t.is(rollout.code, 0, rollout.stderr);
+  });
+
+  test.serial('kubectl delete sts web: its pods go too', async (t) => {
+    await up.kubectlOk(['delete', 'sts', 'web']);
+    await pollUntil(
+      'no web pods',
+      async () =>
+        (await up.kubectlOk(['get', 'pods', '-l', 'app=nginx', '-o', 'name'])).trim() === ''
+          ? true
+          : undefined,
       wait,
     );
     t.pass();

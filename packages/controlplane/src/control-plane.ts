@@ -14,6 +14,7 @@ import { NamespaceController } from './controllers/namespace-controller.js';
 import { Scheduler } from './controllers/scheduler.js';
 import { ReplicaSetController } from './controllers/replicaset-controller.js';
 import { DaemonSetController } from './controllers/daemon-set-controller.js';
+import { StatefulSetController } from './controllers/stateful-set-controller.js';
 import { DeploymentController } from './controllers/deployment-controller.js';
 import { GarbageCollector } from './controllers/garbage-collector.js';
 import { Authenticator } from './apiserver/authentication.js';
@@ -288,6 +289,15 @@ export class ControlPlane {
       const dsEvents = new EventRecorder(registry, o.clock, logger.child('events'), 'daemonset-controller');
       this.controllers.push(
         new DaemonSetController(registry, o.clock, logger.child('daemonset-controller'), dsEvents),
+      );
+      const stsEvents = new EventRecorder(
+        registry,
+        o.clock,
+        logger.child('events'),
+        'statefulset-controller',
+      );
+      this.controllers.push(
+        new StatefulSetController(registry, o.clock, logger.child('statefulset-controller'), stsEvents),
       );
       this.controllers.push(new GarbageCollector(registry, o.clock, logger.child('garbage-collector')));
     }

@@ -8,7 +8,7 @@ import { WorkQueue } from './work-queue.js';
 
 /**
  * A small garbage collector (upstream's pkg/controller/garbagecollector, for the owners this control plane
- * has: Deployments, ReplicaSets and DaemonSets):
+ * has: Deployments, ReplicaSets, DaemonSets and StatefulSets):
  *
  * - background cascading deletion: once an owner is gone, each dependent (ReplicaSets, pods,
  *   ControllerRevisions) none of whose owners exists any more is deleted; one that still has another
@@ -19,7 +19,7 @@ import { WorkQueue } from './work-queue.js';
  * Foreground deletion (the `foregroundDeletion` finalizer) is not implemented: it deletes in the background.
  * On start every dependent is checked once, so deletions made while the collector was down are finished.
  */
-const owners = ['deployments', 'replicasets', 'daemonsets'];
+const owners = ['deployments', 'replicasets', 'daemonsets', 'statefulsets'];
 const dependents = ['replicasets', 'pods', 'controllerrevisions'];
 
 export class GarbageCollector {

@@ -87,24 +87,31 @@ export function createPod(
   owner: KubeObject,
   body: object,
   events?: EventRecorder,
+  message = (pod: string) => `Created pod: ${pod}`,
 ): boolean {
   try {
     const { object } = registry.create(registry.byStorage('pods'), owner.metadata.namespace!, body);
-    events?.record(owner, 'Normal', 'SuccessfulCreate', `Created pod: ${object.metadata.name}`);
+    events?.record(owner, 'Normal', 'SuccessfulCreate', message(object.metadata.name!));
     return true;
   } catch (err) {
-    const message = err instanceof Error ? err.message : String(err);
-    events?.record(owner, 'Warning', 'FailedCreate', `Error creating: ${message}`);
+    const reason = err instanceof Error ? err.message : String(err);
+    events?.record(owner, 'Warning', 'FailedCreate', `Error creating: ${reason}`);
     if (err instanceof ApiError && err.code === 403) return false;
     throw err;
   }
 }
 
 /** Deletes `owner`'s pod `name` (gracefully), recording SuccessfulDelete; one already gone is fine. */
-export function deletePod(registry: Registry, owner: KubeObject, name: string, events?: EventRecorder): void {
+export function deletePod(
+  registry: Registry,
+  owner: KubeObject,
+  name: string,
+  events?: EventRecorder,
+  message = (pod: string) => `Deleted pod: ${pod}`,
+): void {
   try {
     registry.delete(registry.byStorage('pods'), owner.metadata.namespace!, name);
-    events?.record(owner, 'Normal', 'SuccessfulDelete', `Deleted pod: ${name}`);
+    events?.record(owner, 'Normal', 'SuccessfulDelete', message(name));
   } catch (err) {
     if (!(err instanceof ApiError && err.code === 404)) throw err;
   }

@@ -7,6 +7,7 @@ import { pods } from './pods.js';
 import { deployments } from './deployments.js';
 import { replicaSets } from './replica-sets.js';
 import { daemonSets } from './daemon-sets.js';
+import { statefulSets } from './stateful-sets.js';
 import { controllerRevisions } from './controller-revisions.js';
 import { clusterRoleBindings, clusterRoles, roleBindings, roles } from './rbac.js';
 import { makeServices } from './services.js';
@@ -34,6 +35,7 @@ export function servedResources(allocator: ServiceAllocator): ResourceType[] {
     deployments,
     replicaSets,
     daemonSets,
+    statefulSets,
     controllerRevisions,
     eventsV1,
     certificateSigningRequests,
