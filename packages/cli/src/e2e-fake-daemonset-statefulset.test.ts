@@ -197,6 +197,31 @@ if (kubectl) {
     t.regex(history, /REVISION\s+CHANGE-CAUSE\n1\s+<none>\n2\s+<none>/);
   });
 
+  test.serial('kubectl rollout undo ds: back to the first image, as revision 3', async (t) => {
+    await up.kubectlOk(['rollout', 'undo', '-n', 'kube-system', 'ds/fluentd-elasticsearch']);
+    const rollout = await up.kubectl([
+      'rollout',
+      'status',
+      '-n',
+      'kube-system',
+      'ds/fluentd-elasticsearch',
+      '--timeout=120s',
+    ]);
+    t.is(rollout.code, 0, rollout.stderr);
+    const images = (await livePods('name=fluentd-elasticsearch', 'kube-system')).map(
+      (p) => p.spec.containers[0].image,
+    );
+    t.deepEqual(images, Array(3).fill('quay.io/fluentd_elasticsearch/fluentd:v2.5.2'));
+    const history = await up.kubectlOk([
+      'rollout',
+      'history',
+      '-n',
+      'kube-system',
+      'ds/fluentd-elasticsearch',
+    ]);
+    t.regex(history, /REVISION\s+CHANGE-CAUSE\n2\s+<none>\n3\s+<none>/);
+  });
+
   test.serial('kubectl delete ds: its pods and ControllerRevisions go', async (t) => {
     await up.kubectlOk(['delete', '-n', 'kube-system', 'ds/fluentd-elasticsearch']);
     await pollUntil(
@@ -274,6 +299,25 @@ if (kubectl) {
       wait,
     );
     t.pass();
+  });
+
+  test.serial('kubectl set image sts/web rolls web-2, web-1, web-0 to the new image', async (t) => {
+    await up.kubectlOk(['set', 'image', 'sts/web', 'nginx=registry.k8s.io/nginx-slim:0.27']);
+    const rollout = await up.kubectl(['rollout', 'status', 'sts/web', '--timeout=120s']);
+    t.is(rollout.code, 0, rollout.stderr);
+    const pods = await livePods('app=nginx');
+    t.deepEqual(
+      pods.map((p) => p.spec.containers[0].image),
+      Array(3).fill('registry.k8s.io/nginx-slim:0.27'),
+    );
+    const created = (n: string) =>
+      Date.parse(pods.find((p) => p.metadata.name === n).metadata.creationTimestamp);
+    t.true(
+      created('web-2') <= created('web-1') && created('web-1') <= created('web-0'),
+      'highest ordinal first',
+    );
+    const sts = JSON.parse(await up.kubectlOk(['get', 'sts', 'web', '-o', 'json']));
+    t.is(sts.status.currentRevision, sts.status.updateRevision);
   });
 
   test.serial('kubectl scale sts web --replicas=1 leaves web-0', async (t) => {
