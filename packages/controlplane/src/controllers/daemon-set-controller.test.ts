@@ -235,3 +235,28 @@ test('validation: both maxUnavailable and maxSurge zero, an unknown strategy, a 
     /`selector` does not match template `labels`/,
   );
 });
+
+test('RollingUpdate with maxSurge 1 and maxUnavailable 0 starts the new pod before the old one goes', (t) => {
+  const { clock, registry, controller } = setup();
+  for (const n of ['a', 'b', 'c']) addNode(registry, n, { role: 'worker' });
+  const body = daemonSet('fluentd:v1') as any;
+  body.spec.updateStrategy = { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } };
+  registry.create(daemonSets, 'default', body);
+  controller.sync('default/logs');
+  runAll(registry, clock.now());
+  const ds = registry.store.get('daemonsets', 'default', 'logs')!.object;
+  ds.spec.template.spec.containers[0].image = 'fluentd:v2';
+  registry.update(daemonSets, 'default', 'logs', ds);
+  for (let step = 0; step < 12; step++) {
+    controller.sync('default/logs');
+    finishDeletions(registry);
+    const placed = byNode(registry);
+    t.is(placed.size, 3);
+    const ready = [...placed.values()].filter((pods) => pods.some((p) => p.spec.nodeName)).length;
+    t.is(ready, 3, 'every node keeps a running daemon');
+    t.true([...placed.values()].filter((pods) => pods.length > 1).length <= 1, 'one node surges at a time');
+    runAll(registry, clock.now());
+  }
+  const images = livePods(registry).map((p) => p.spec.containers[0].image);
+  t.deepEqual(images, ['fluentd:v2', 'fluentd:v2', 'fluentd:v2']);
+});
