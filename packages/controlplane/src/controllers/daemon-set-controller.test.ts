@@ -61,6 +61,23 @@ function runAll(registry: Registry, now: number): void {
     if (!p.spec.nodeName) makeReady(registry, p.metadata.name!, targetNodeOf(p)!, now);
 }
 
+/** A DaemonSet of fluentd:v1 running on `nodeNames`, then its image changed to fluentd:v2. */
+function runningThenNewImage(nodeNames: string[], updateStrategy?: object) {
+  const env = setup();
+  const { clock, registry, controller } = env;
+  for (const n of nodeNames) addNode(registry, n, { role: 'worker' });
+  const body = daemonSet('fluentd:v1') as any;
+  if (updateStrategy) body.spec.updateStrategy = updateStrategy;
+  registry.create(daemonSets, 'default', body);
+  controller.sync('default/logs');
+  runAll(registry, clock.now());
+  controller.sync('default/logs');
+  const ds = structuredClone(registry.store.get('daemonsets', 'default', 'logs')!.object);
+  ds.spec.template.spec.containers[0].image = 'fluentd:v2';
+  registry.update(daemonSets, 'default', 'logs', ds);
+  return env;
+}
+
 const status = (registry: Registry) => registry.store.get('daemonsets', 'default', 'logs')!.object.status;
 
 test('one pod on each selected node whose taints it tolerates; a new node gets one, a deleted node loses it', (t) => {
@@ -142,28 +159,11 @@ test('a node relabelled out of the selector or tainted NoExecute loses its pod',
 });
 
 test('RollingUpdate replaces the pods one node at a time (maxUnavailable 1)', (t) => {
-  const { clock, registry, controller } = setup();
-  for (const n of ['a', 'b', 'c']) addNode(registry, n, { role: 'worker' });
-  registry.create(daemonSets, 'default', daemonSet('fluentd:v1'));
-  controller.sync('default/logs');
-  runAll(registry, clock.now());
-  controller.sync('default/logs');
-  const ds = registry.store.get('daemonsets', 'default', 'logs')!.object;
-  t.like(ds.spec.updateStrategy, {
+  const { clock, registry, controller } = runningThenNewImage(['a', 'b', 'c']);
+  t.like(registry.store.get('daemonsets', 'default', 'logs')!.object.spec.updateStrategy, {
     type: 'RollingUpdate',
     rollingUpdate: { maxUnavailable: 1, maxSurge: 0 },
   });
-  registry.update(daemonSets, 'default', 'logs', {
-    ...ds,
-    spec: {
-      ...ds.spec,
-      template: {
-        ...ds.spec.template,
-        spec: { ...ds.spec.template.spec, containers: [{ name: 'c', image: 'fluentd:v2' }] },
-      },
-    },
-  });
-
   const replaced: string[] = [];
   for (let step = 0; step < 12; step++) {
     controller.sync('default/logs');
@@ -194,16 +194,7 @@ test('RollingUpdate replaces the pods one node at a time (maxUnavailable 1)', (t
 });
 
 test('OnDelete leaves old pods until they are deleted', (t) => {
-  const { clock, registry, controller } = setup();
-  addNode(registry, 'a', { role: 'worker' });
-  const body = daemonSet('fluentd:v1') as any;
-  body.spec.updateStrategy = { type: 'OnDelete' };
-  registry.create(daemonSets, 'default', body);
-  controller.sync('default/logs');
-  runAll(registry, clock.now());
-  const ds = registry.store.get('daemonsets', 'default', 'logs')!.object;
-  ds.spec.template.spec.containers[0].image = 'fluentd:v2';
-  registry.update(daemonSets, 'default', 'logs', ds);
+  const { registry, controller } = runningThenNewImage(['a'], { type: 'OnDelete' });
   controller.sync('default/logs');
   const [old] = livePods(registry);
   t.is(old!.spec.containers[0].image, 'fluentd:v1');
@@ -237,16 +228,10 @@ test('validation: both maxUnavailable and maxSurge zero, an unknown strategy, a 
 });
 
 test('RollingUpdate with maxSurge 1 and maxUnavailable 0 starts the new pod before the old one goes', (t) => {
-  const { clock, registry, controller } = setup();
-  for (const n of ['a', 'b', 'c']) addNode(registry, n, { role: 'worker' });
-  const body = daemonSet('fluentd:v1') as any;
-  body.spec.updateStrategy = { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } };
-  registry.create(daemonSets, 'default', body);
-  controller.sync('default/logs');
-  runAll(registry, clock.now());
-  const ds = registry.store.get('daemonsets', 'default', 'logs')!.object;
-  ds.spec.template.spec.containers[0].image = 'fluentd:v2';
-  registry.update(daemonSets, 'default', 'logs', ds);
+  const { clock, registry, controller } = runningThenNewImage(['a', 'b', 'c'], {
+    type: 'RollingUpdate',
+    rollingUpdate: { maxSurge: 1, maxUnavailable: 0 },
+  });
   for (let step = 0; step < 12; step++) {
     controller.sync('default/logs');
     finishDeletions(registry);
