@@ -162,6 +162,10 @@ if (kubectl) {
       const get = await up.kubectlOk(['get', 'ds', '-n', 'kube-system']);
       t.regex(get, /^NAME\s+DESIRED\s+CURRENT\s+READY\s+UP-TO-DATE\s+AVAILABLE\s+NODE SELECTOR\s+AGE\n/);
       t.regex(get, /\nfluentd-elasticsearch\s+3\s+3\s+3\s+3\s+3\s+<none>\s+\S+\n/);
+      const described = await up.kubectlOk(['describe', 'ds', '-n', 'kube-system', 'fluentd-elasticsearch']);
+      t.regex(described, /Desired Number of Nodes Scheduled: 3/);
+      t.regex(described, /Pods Status:\s+3 Running \/ 0 Waiting \/ 0 Succeeded \/ 0 Failed/);
+      t.regex(described, /Normal\s+SuccessfulCreate\s+.*Created pod: fluentd-elasticsearch-\w{5}/);
     },
   );
 
@@ -284,6 +288,11 @@ if (kubectl) {
         ],
       );
       t.regex(await up.kubectlOk(['get', 'sts', 'web']), /^NAME\s+READY\s+AGE\nweb\s+3\/3\s+\S+\n$/);
+      const described = await up.kubectlOk(['describe', 'sts', 'web']);
+      t.regex(described, /Replicas:\s+3 desired \| 3 total/);
+      t.regex(described, /Update Strategy:\s+RollingUpdate\n\s+Partition:\s+0/);
+      t.regex(described, /Pods Status:\s+3 Running \/ 0 Waiting \/ 0 Succeeded \/ 0 Failed/);
+      t.regex(described, /Normal\s+SuccessfulCreate\s+.*create Pod web-0 in StatefulSet web successful/);
     },
   );
 
