@@ -245,3 +245,43 @@ test('RollingUpdate with maxSurge 1 and maxUnavailable 0 starts the new pod befo
   const images = livePods(registry).map((p) => p.spec.containers[0].image);
   t.deepEqual(images, ['fluentd:v2', 'fluentd:v2', 'fluentd:v2']);
 });
+
+test('a failed daemon pod is replaced, and again only after a backoff (1 s, doubling)', async (t) => {
+  const { clock, registry, controller } = setup();
+  addNode(registry, 'a', { role: 'worker' });
+  registry.create(daemonSets, 'default', daemonSet());
+  const fail = () => {
+    const [pod] = livePods(registry);
+    registry.store.update('pods', 'default', pod!.metadata.name!, (p) => {
+      p.spec.nodeName = 'a';
+      p.status = { phase: 'Failed', reason: 'OutOfcpu' };
+      return p;
+    });
+    return pod!.metadata.name!;
+  };
+  controller.sync('default/logs');
+  const first = fail();
+  controller.sync('default/logs');
+  t.false(
+    livePods(registry).some((p) => p.metadata.name === first),
+    'the failed pod is deleted',
+  );
+  controller.sync('default/logs');
+  t.is(livePods(registry).length, 1, 'and replaced');
+  const phase = () => livePods(registry)[0]?.status.phase;
+  fail();
+  controller.sync('default/logs');
+  t.is(phase(), 'Failed', 'kept while backing off');
+  await clock.advance(1000);
+  controller.sync('default/logs');
+  controller.sync('default/logs');
+  t.is(phase(), 'Pending', 'replaced after 1 s');
+  fail();
+  await clock.advance(1000);
+  controller.sync('default/logs');
+  t.is(phase(), 'Failed', 'the next delay is 2 s');
+  await clock.advance(1000);
+  controller.sync('default/logs');
+  controller.sync('default/logs');
+  t.is(phase(), 'Pending');
+});

@@ -1,5 +1,5 @@
 import { canonicalJson } from '@nodelet/api';
-import type { Clock, Logger } from '@nodelet/kernel';
+import { Backoff, type Clock, type Logger } from '@nodelet/kernel';
 import type { KubeObject } from '../object.js';
 import type { Registry } from '../apiserver/registry.js';
 import type { EventRecorder } from './event-recorder.js';
@@ -28,8 +28,12 @@ const apiVersion = 'apps/v1';
 const kind = 'DaemonSet';
 
 export class DaemonSetController extends PodOwnerController {
+  /** Per DaemonSet and node: a kubelet that keeps failing the pod is not fought in a hot loop. */
+  private readonly failedPodsBackoff: Backoff;
+
   constructor(registry: Registry, clock: Clock, logger: Logger, events?: EventRecorder) {
     super(registry, clock, logger, events, 'daemonsets', kind);
+    this.failedPodsBackoff = new Backoff(clock, { initialMs: 1000, maxMs: 15 * 60_000 });
   }
 
   protected override watchMore(): (() => void)[] {
@@ -89,7 +93,7 @@ export class DaemonSetController extends PodOwnerController {
         continue;
       }
       const failed = live.filter((p) => p.status?.phase === 'Failed');
-      remove.push(...failed.map((p) => p.metadata.name!));
+      for (const pod of failed) if (this.mayDeleteFailed(ds, node, pod)) remove.push(pod.metadata.name!);
       const running = live.filter((p) => p.status?.phase !== 'Failed').sort(byAge);
       remove.push(
         ...surplus(running, surge, hash, ds.spec?.minReadySeconds ?? 0, this.clock.now()).map(
@@ -102,6 +106,19 @@ export class DaemonSetController extends PodOwnerController {
     this.deletePods(ds, remove);
     this.createPods(ds, create, hash);
     return create.length + remove.length > 0;
+  }
+
+  /** Whether a failed pod may be deleted (and so replaced) now, as upstream's failedPodsBackoff. */
+  private mayDeleteFailed(ds: KubeObject, node: string, pod: KubeObject): boolean {
+    const key = `${ds.metadata.uid}/${node}`;
+    if (this.failedPodsBackoff.isInBackoffSinceUpdate(key)) {
+      this.queue.addAfter(keyOf(ds), this.failedPodsBackoff.get(key));
+      return false;
+    }
+    this.failedPodsBackoff.next(key);
+    const message = `Found failed daemon pod ${pod.metadata.namespace}/${pod.metadata.name} on node ${node}, will try to kill it`;
+    this.events?.record(ds, 'Warning', 'FailedDaemonPod', message);
+    return true;
   }
 
   private rollingUpdate(ds: KubeObject, fits: Map<string, NodeFit>, hash: string): void {
@@ -194,8 +211,7 @@ export class DaemonSetController extends PodOwnerController {
     for (const f of ['updatedNumberScheduled', 'numberAvailable', 'numberUnavailable']) {
       if (status[f] === 0) delete status[f];
     }
-    if (minReady > 0 && ready > available)
-      this.queue.addAfter(`${ds.metadata.namespace}/${ds.metadata.name}`, minReady * 1000);
+    if (minReady > 0 && ready > available) this.queue.addAfter(keyOf(ds), minReady * 1000);
     writeStatus(this.registry, 'daemonsets', ds, status);
   }
 }
@@ -232,3 +248,5 @@ function nodeChanged(prev: KubeObject, next: KubeObject): boolean {
     canonicalJson(prev.spec ?? {}) !== canonicalJson(next.spec ?? {})
   );
 }
+
+const keyOf = (o: KubeObject) => `${o.metadata.namespace}/${o.metadata.name}`;
