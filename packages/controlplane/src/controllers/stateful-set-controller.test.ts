@@ -170,6 +170,16 @@ test('a deleted pod comes back with its name and identity', (t) => {
   const again = registry.store.get('pods', 'default', 'web-1')!.object;
   t.not(again.metadata.uid, uid);
   t.is(again.metadata.labels?.['statefulset.kubernetes.io/pod-name'], 'web-1');
+  // Identity labels taken off are put back.
+  registry.store.update('pods', 'default', 'web-1', (p) => {
+    delete p.metadata.labels!['apps.kubernetes.io/pod-index'];
+    return p;
+  });
+  controller.sync('default/web');
+  t.is(
+    registry.store.get('pods', 'default', 'web-1')!.object.metadata.labels?.['apps.kubernetes.io/pod-index'],
+    '1',
+  );
 });
 
 test('validation: volumeClaimTemplates refused by name; only some spec fields may change', (t) => {

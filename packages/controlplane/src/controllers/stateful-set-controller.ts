@@ -6,6 +6,7 @@ import type { EventRecorder } from './event-recorder.js';
 import { ensureHistory, templateOf, truncateHistory, type History } from './controller-history.js';
 import { controllerRef } from './pod-control.js';
 import {
+  identityLabels,
   identityMatches,
   isCreated,
   isFinished,
@@ -16,7 +17,6 @@ import {
   newStatefulSetPod,
   ordinalOf,
   revisionOfPod,
-  withIdentity,
 } from './stateful-set-pods.js';
 import { claimPods, createPod, deletePod, PodOwnerController, writeStatus } from './workload-control.js';
 
@@ -189,14 +189,12 @@ export class StatefulSetController extends PodOwnerController {
     deletePod(this.registry, set, name, this.events, message);
   }
 
+  /** Puts the identity labels back on a pod (the rest of its identity is immutable). */
   private fixIdentity(set: KubeObject, pod: KubeObject, ordinal: number): KubeObject {
-    const type = this.registry.byStorage('pods');
-    return this.registry.update(
-      type,
-      pod.metadata.namespace!,
-      pod.metadata.name!,
-      withIdentity(set, pod, ordinal),
-    ).object;
+    return this.registry.store.update('pods', pod.metadata.namespace!, pod.metadata.name!, (p) => {
+      p.metadata.labels = { ...(p.metadata.labels ?? {}), ...identityLabels(set, ordinal) };
+      return p;
+    }).object;
   }
 
   private updateStatus(plan: Plan, pods: KubeObject[], collisionCount: number | undefined): void {

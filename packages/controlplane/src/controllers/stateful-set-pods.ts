@@ -5,7 +5,7 @@ import { isPodAvailable, isPodReady, podFromTemplate, type OwnerReference } from
 /**
  * A StatefulSet pod's stable identity and health (upstream's pkg/controller/statefulset/stateful_set_utils.go):
  * the name `<set>-<ordinal>`, the `statefulset.kubernetes.io/pod-name` and `apps.kubernetes.io/pod-index`
- * labels, `spec.hostname` = the name and `spec.subdomain` = the governing Service, the revision it was
+ * labels, `spec.hostname` = the name and `spec.subdomain` = the governing Service (when it names one), the revision it was
  * made from in `controller-revision-hash` (the revision's name).
  */
 export const podNameLabel = 'statefulset.kubernetes.io/pod-name';
@@ -21,31 +21,21 @@ export function ordinalOf(set: KubeObject, pod: KubeObject): number | undefined 
 
 export const podName = (set: KubeObject, ordinal: number) => `${set.metadata.name}-${ordinal}`;
 
-/** Whether the pod carries its identity: labels, hostname and subdomain (identityMatches). */
-export function identityMatches(set: KubeObject, pod: KubeObject, ordinal: number): boolean {
-  const name = podName(set, ordinal);
-  return (
-    pod.metadata.name === name &&
-    pod.metadata.labels?.[podNameLabel] === name &&
-    pod.metadata.labels?.[podIndexLabel] === String(ordinal) &&
-    (pod.spec?.hostname ?? '') === name &&
-    (pod.spec?.subdomain ?? '') === (set.spec?.serviceName ?? '')
-  );
+/** The labels that name a pod's place in its set. */
+export function identityLabels(set: KubeObject, ordinal: number): Record<string, string> {
+  return { [podNameLabel]: podName(set, ordinal), [podIndexLabel]: String(ordinal) };
 }
 
-/** The pod with its identity restored (updateIdentity), for an update. */
-export function withIdentity(set: KubeObject, pod: KubeObject, ordinal: number): KubeObject {
-  const next = structuredClone(pod);
-  const name = podName(set, ordinal);
-  next.metadata.labels = {
-    ...(next.metadata.labels ?? {}),
-    [podNameLabel]: name,
-    [podIndexLabel]: String(ordinal),
-  };
-  next.spec = { ...(next.spec ?? {}), hostname: name };
-  if (set.spec?.serviceName) next.spec.subdomain = set.spec.serviceName;
-  else delete next.spec.subdomain;
-  return next;
+/**
+ * Whether the pod carries its identity labels (identityMatches). Hostname and subdomain are set when the
+ * pod is made and are immutable after, so only the labels are checked and restored.
+ */
+export function identityMatches(set: KubeObject, pod: KubeObject, ordinal: number): boolean {
+  const labels = pod.metadata.labels ?? {};
+  return (
+    pod.metadata.name === podName(set, ordinal) &&
+    Object.entries(identityLabels(set, ordinal)).every(([k, v]) => labels[k] === v)
+  );
 }
 
 /** The pod for `ordinal` from `template`, labelled with `revision` (newVersionedStatefulSetPod). */
@@ -59,8 +49,14 @@ export function newStatefulSetPod(
   const pod = podFromTemplate(template, set.metadata.name!, owner) as KubeObject;
   delete pod.metadata.generateName;
   pod.metadata.name = podName(set, ordinal);
-  pod.metadata.labels = { ...(pod.metadata.labels ?? {}), [revisionHashLabel]: revision };
-  return withIdentity(set, pod, ordinal);
+  pod.metadata.labels = {
+    ...(pod.metadata.labels ?? {}),
+    [revisionHashLabel]: revision,
+    ...identityLabels(set, ordinal),
+  };
+  pod.spec = { ...(pod.spec ?? {}), hostname: pod.metadata.name };
+  if (set.spec?.serviceName) pod.spec.subdomain = set.spec.serviceName;
+  return pod;
 }
 
 export const revisionOfPod = (pod: KubeObject): string | undefined =>
