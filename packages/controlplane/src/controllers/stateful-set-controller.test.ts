@@ -125,6 +125,21 @@ test('Parallel makes and removes every pod at once', (t) => {
   t.deepEqual(names(registry), []);
 });
 
+test('spec.ordinals.start numbers the pods from it', (t) => {
+  const { registry, controller } = setup();
+  registry.create(
+    statefulSets,
+    'default',
+    web(2, { podManagementPolicy: 'Parallel', ordinals: { start: 5 } }),
+  );
+  controller.sync('default/web');
+  t.deepEqual(names(registry), ['web-5', 'web-6']);
+  const index = registry.store.get('pods', 'default', 'web-6')!.object.metadata.labels?.[
+    'apps.kubernetes.io/pod-index'
+  ];
+  t.is(index, '6');
+});
+
 test('a rolling update with partition 1 replaces web-2 then web-1, highest first, and keeps web-0', (t) => {
   const { clock, registry, controller } = setup();
   registry.create(statefulSets, 'default', web(3));
