@@ -199,6 +199,9 @@ if (kubectl) {
       'ds/fluentd-elasticsearch',
     ]);
     t.regex(history, /REVISION\s+CHANGE-CAUSE\n1\s+<none>\n2\s+<none>/);
+    const revisions = await up.kubectlOk(['get', 'controllerrevisions', '-n', 'kube-system']);
+    t.regex(revisions, /^NAME\s+CONTROLLER\s+REVISION\s+AGE\n/);
+    t.regex(revisions, /\nfluentd-elasticsearch-\w+\s+daemonset\.apps\/fluentd-elasticsearch\s+2\s+\S+\n/);
   });
 
   test.serial('kubectl rollout undo ds: back to the first image, as revision 3', async (t) => {
