@@ -15,6 +15,8 @@ import { Scheduler } from './controllers/scheduler.js';
 import { NodeIpamController } from './controllers/node-ipam-controller.js';
 import { defaultClusterCidr, defaultNodeCidrMaskSize, NodeCidrSet } from './controllers/node-cidr-set.js';
 import { ReplicaSetController } from './controllers/replicaset-controller.js';
+import { DaemonSetController } from './controllers/daemon-set-controller.js';
+import { StatefulSetController } from './controllers/stateful-set-controller.js';
 import { DeploymentController } from './controllers/deployment-controller.js';
 import { GarbageCollector } from './controllers/garbage-collector.js';
 import { DisruptionController } from './controllers/disruption-controller.js';
@@ -302,6 +304,19 @@ export class ControlPlane {
       );
       this.controllers.push(
         new DeploymentController(registry, o.clock, logger.child('deployment-controller'), deployEvents),
+      );
+      const dsEvents = new EventRecorder(registry, o.clock, logger.child('events'), 'daemonset-controller');
+      this.controllers.push(
+        new DaemonSetController(registry, o.clock, logger.child('daemonset-controller'), dsEvents),
+      );
+      const stsEvents = new EventRecorder(
+        registry,
+        o.clock,
+        logger.child('events'),
+        'statefulset-controller',
+      );
+      this.controllers.push(
+        new StatefulSetController(registry, o.clock, logger.child('statefulset-controller'), stsEvents),
       );
       this.controllers.push(new GarbageCollector(registry, o.clock, logger.child('garbage-collector')));
       const pdbEvents = new EventRecorder(registry, o.clock, logger.child('events'), 'controllermanager');

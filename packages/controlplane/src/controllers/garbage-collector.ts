@@ -8,10 +8,11 @@ import { WorkQueue } from './work-queue.js';
 
 /**
  * A small garbage collector (upstream's pkg/controller/garbagecollector, for the owners this control plane
- * has: Deployments and ReplicaSets):
+ * has: Deployments, ReplicaSets, DaemonSets and StatefulSets):
  *
- * - background cascading deletion: once an owner is gone, each dependent (ReplicaSets, pods) none of whose
- *   owners exists any more is deleted; one that still has another owner only loses the dangling reference;
+ * - background cascading deletion: once an owner is gone, each dependent (ReplicaSets, pods,
+ *   ControllerRevisions) none of whose owners exists any more is deleted; one that still has another
+ *   owner only loses the dangling reference;
  * - orphaning: an owner deleted with `propagationPolicy: Orphan` carries the `orphan` finalizer; its
  *   dependents lose their references to it, then the finalizer is removed and the owner goes;
  * - foreground deletion: an owner deleted with `propagationPolicy: Foreground` carries the
@@ -23,8 +24,8 @@ import { WorkQueue } from './work-queue.js';
  * here loses it at once). On start every dependent and every deleting owner is checked once, so
  * deletions made while the collector was down are finished.
  */
-const owners = ['deployments', 'replicasets'];
-const dependents = ['replicasets', 'pods'];
+const owners = ['deployments', 'replicasets', 'daemonsets', 'statefulsets'];
+const dependents = ['replicasets', 'pods', 'controllerrevisions'];
 const finalizerKeys: Record<string, string> = { orphan: 'orphan', foregroundDeletion: 'foreground' };
 
 export class GarbageCollector {

@@ -7,6 +7,9 @@ import { pods } from './pods.js';
 import { deployments } from './deployments.js';
 import { replicaSets } from './replica-sets.js';
 import { podDisruptionBudgets } from './pod-disruption-budgets.js';
+import { daemonSets } from './daemon-sets.js';
+import { statefulSets } from './stateful-sets.js';
+import { controllerRevisions } from './controller-revisions.js';
 import { clusterRoleBindings, clusterRoles, roleBindings, roles } from './rbac.js';
 import { makeServices } from './services.js';
 import { configMaps, secrets } from './config-data.js';
@@ -33,6 +36,9 @@ export function servedResources(allocator: ServiceAllocator): ResourceType[] {
     deployments,
     replicaSets,
     podDisruptionBudgets,
+    daemonSets,
+    statefulSets,
+    controllerRevisions,
     eventsV1,
     certificateSigningRequests,
     tokenReviews,

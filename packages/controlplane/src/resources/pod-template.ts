@@ -11,7 +11,8 @@ import {
 } from '@nodelet/api';
 import { isObject, type KubeObject } from '../object.js';
 import { labelSelectorFromObject, matchLabels } from '../apiserver/selectors.js';
-import { validateLabels } from './meta-validation.js';
+import type { Strategy } from '../apiserver/resource-type.js';
+import { validateLabels, validateObjectMetaUpdate } from './meta-validation.js';
 
 /**
  * What the apps/v1 kinds that stamp out pods share (upstream's pkg/apis/apps/validation and
@@ -150,4 +151,34 @@ export function selectorString(selector: unknown): string {
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
     .map(([, t]) => t)
     .join(',');
+}
+
+/**
+ * The strategy of an apps/v1 kind that stamps out pods: defaults on create and update, an initial status
+ * and generation 1 on create, generation bumped on spec changes, the selector immutable.
+ */
+export function podTemplateStrategy(
+  defaults: (obj: KubeObject) => void,
+  validate: (obj: KubeObject) => FieldError[],
+  initialStatus: () => Record<string, unknown>,
+  validateSpecUpdate: (obj: KubeObject, old: KubeObject) => FieldError[] = () => [],
+): Strategy {
+  return {
+    prepareForCreate(obj) {
+      defaults(obj);
+      obj.status = initialStatus();
+      obj.metadata.generation = 1;
+    },
+    validate: (obj) => validate(obj),
+    prepareForUpdate(obj, old) {
+      defaults(obj);
+      bumpGeneration(obj, old, false);
+    },
+    validateUpdate: (obj, old) => [
+      ...validate(obj),
+      ...validateObjectMetaUpdate(obj.metadata, old.metadata),
+      ...validateSelectorUpdate(obj, old),
+      ...validateSpecUpdate(obj, old),
+    ],
+  };
 }

@@ -1,14 +1,13 @@
 import { type ResourceType, ageColumn, allVerbs, nameColumn } from '../apiserver/resource-type.js';
 import { isObject, type KubeObject } from '../object.js';
 import { age } from './printers.js';
-import { nameRules, validateObjectMeta, validateObjectMetaUpdate } from './meta-validation.js';
+import { nameRules, validateObjectMeta } from './meta-validation.js';
 import {
-  bumpGeneration,
   defaultTemplate,
+  podTemplateStrategy,
   templateCells,
   validateCounts,
   validateSelectorAndTemplate,
-  validateSelectorUpdate,
 } from './pod-template.js';
 
 /**
@@ -91,21 +90,5 @@ export const replicaSets: ResourceType = {
     ...templateCells(obj),
   ],
   fields: { 'status.replicas': (o) => String(o.status?.replicas ?? 0) },
-  strategy: {
-    prepareForCreate(obj) {
-      defaults(obj);
-      obj.status = { replicas: 0 };
-      obj.metadata.generation = 1;
-    },
-    validate: (obj) => validateReplicaSet(obj),
-    prepareForUpdate(obj, old) {
-      defaults(obj);
-      bumpGeneration(obj, old, false);
-    },
-    validateUpdate: (obj, old) => [
-      ...validateReplicaSet(obj),
-      ...validateObjectMetaUpdate(obj.metadata, old.metadata),
-      ...validateSelectorUpdate(obj, old),
-    ],
-  },
+  strategy: podTemplateStrategy(defaults, validateReplicaSet, () => ({ replicas: 0 })),
 };
