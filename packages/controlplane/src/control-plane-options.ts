@@ -3,6 +3,7 @@ import type { AuthorizationMode } from './authorization/modes.js';
 import type { SlowClientTimeouts } from './apiserver/filters/slow-clients.js';
 import type { ServerVersion } from './apiserver/server.js';
 import type { AuditLogOptions } from './audit/audit-log.js';
+import type { DefaultTolerationSecondsOptions } from './admission/default-toleration-seconds.js';
 
 /**
  * The embedded control plane: the revision store, the API server on HTTPS, and the controllers a node
@@ -24,6 +25,11 @@ export interface ControlPlaneOptions {
   serviceNodePortRange?: string;
   /** Run the in-process controllers (default true). */
   controllers?: { scheduler?: boolean; endpointSlices?: boolean; workloads?: boolean };
+  /**
+   * kube-apiserver's --default-not-ready-toleration-seconds and --default-unreachable-toleration-seconds
+   * (300 each): the tolerations the DefaultTolerationSeconds admission gives every pod.
+   */
+  defaultTolerationSeconds?: DefaultTolerationSecondsOptions;
   /** Every `intervalMs`, history older than the newest `retainRevisions` revisions is compacted. */
   compaction?: { intervalMs?: number; retainRevisions?: number };
   /** How long Events live (default 1 h). */
@@ -35,7 +41,7 @@ export interface ControlPlaneOptions {
   version?: string;
   /**
    * Admission plugins not to run (upstream's --disable-admission-plugins): `ServiceAccount`,
-   * `NodeRestriction`. Both run by default.
+   * `NodeRestriction`, `DefaultTolerationSeconds`. All run by default.
    */
   disableAdmissionPlugins?: readonly string[];
   /** The `iss` of service-account tokens (default https://kubernetes.default.svc.cluster.local). */

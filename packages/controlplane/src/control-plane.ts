@@ -4,6 +4,7 @@ import { buildAuthorization, type AuthorizationSetup } from './authorization/aut
 import { defaultAuthorizationModes } from './authorization/modes.js';
 import { NodeRestrictionAdmission } from './admission/node-restriction.js';
 import { ServiceAccountAdmission } from './admission/service-account.js';
+import { DefaultTolerationSecondsAdmission } from './admission/default-toleration-seconds.js';
 import { OpenApiDocuments } from './apiserver/openapi.js';
 import { Registry } from './apiserver/registry.js';
 import { ApiServer, type PodLogProvider } from './apiserver/server.js';
@@ -169,6 +170,7 @@ export class ControlPlane {
           ensureDefaultServiceAccount: (ns) => this.namespaceController?.ensureContents(ns),
         }),
         new NodeRestrictionAdmission(store),
+        new DefaultTolerationSecondsAdmission(o.defaultTolerationSeconds),
         ...(authorization.rbac
           ? [new RbacEscalationAdmission(authorization.rbac.resolver, authorization.chain)]
           : []),
