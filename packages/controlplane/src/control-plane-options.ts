@@ -4,6 +4,7 @@ import type { SlowClientTimeouts } from './apiserver/filters/slow-clients.js';
 import type { ServerVersion } from './apiserver/server.js';
 import type { AuditLogOptions } from './audit/audit-log.js';
 import type { DefaultTolerationSecondsOptions } from './admission/default-toleration-seconds.js';
+import type { NodeLifecycleOptions } from './controllers/node-lifecycle-controller.js';
 
 /**
  * The embedded control plane: the revision store, the API server on HTTPS, and the controllers a node
@@ -24,7 +25,19 @@ export interface ControlPlaneOptions {
   /** NodePort range (default 30000-32767). */
   serviceNodePortRange?: string;
   /** Run the in-process controllers (default true). */
-  controllers?: { scheduler?: boolean; endpointSlices?: boolean; workloads?: boolean };
+  controllers?: {
+    scheduler?: boolean;
+    endpointSlices?: boolean;
+    workloads?: boolean;
+    /** The node lifecycle and taint eviction controllers. */
+    nodeLifecycle?: boolean;
+  };
+  /**
+   * kube-controller-manager's --node-monitor-period (5 s) and --node-monitor-grace-period (50 s): how
+   * often node health is checked, and how long a node may go without renewing its Lease or posting
+   * status before its conditions turn Unknown.
+   */
+  nodeLifecycle?: NodeLifecycleOptions;
   /**
    * kube-apiserver's --default-not-ready-toleration-seconds and --default-unreachable-toleration-seconds
    * (300 each): the tolerations the DefaultTolerationSeconds admission gives every pod.

@@ -13,6 +13,8 @@ import { EventRecorder } from './controllers/event-recorder.js';
 import { EndpointSliceController } from './controllers/endpointslice-controller.js';
 import { NamespaceController } from './controllers/namespace-controller.js';
 import { Scheduler } from './controllers/scheduler.js';
+import { NodeLifecycleController } from './controllers/node-lifecycle-controller.js';
+import { TaintEvictionController } from './controllers/taint-eviction-controller.js';
 import { ReplicaSetController } from './controllers/replicaset-controller.js';
 import { DeploymentController } from './controllers/deployment-controller.js';
 import { GarbageCollector } from './controllers/garbage-collector.js';
@@ -288,6 +290,7 @@ export class ControlPlane {
       );
       this.controllers.push(new GarbageCollector(registry, o.clock, logger.child('garbage-collector')));
     }
+    if (o.controllers?.nodeLifecycle !== false) this.startNodeLifecycle(registry);
     this.controllers.push(
       new CsrController(registry, o.clock, logger.child('csr-controller'), this.pki.ca, authorization.chain),
     );
@@ -305,6 +308,28 @@ export class ControlPlane {
       revision: store.revision,
       kubeconfig: this.kubeconfigPath,
     });
+  }
+
+  /** The node lifecycle controller and the taint eviction controller, with their event sources. */
+  private startNodeLifecycle(registry: Registry): void {
+    const { clock, logger } = this.options;
+    const recorder = (component: string) =>
+      new EventRecorder(registry, clock, logger.child('events'), component);
+    this.controllers.push(
+      new NodeLifecycleController(
+        registry,
+        clock,
+        logger.child('node-lifecycle-controller'),
+        recorder('node-controller'),
+        this.options.nodeLifecycle,
+      ),
+      new TaintEvictionController(
+        registry,
+        clock,
+        logger.child('taint-eviction-controller'),
+        recorder('taint-eviction-controller'),
+      ),
+    );
   }
 
   /** Adds an in-process controller, started now if the control plane runs. */
