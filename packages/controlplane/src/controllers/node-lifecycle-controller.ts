@@ -14,7 +14,9 @@ import { WorkQueue } from './work-queue.js';
  *   DiskPressure and PIDPressure set to Unknown (`NodeStatusUnknown`, "Kubelet stopped posting node
  *   status."; a node that never posted a condition: `NodeStatusNeverUpdated`). The kubelet's next status
  *   update sets them back.
- * - taints: the NoSchedule and NoExecute taints of node-taints.ts follow the conditions.
+ * - taints: the NoSchedule and NoExecute taints of node-taints.ts follow the conditions — except that
+ *   when no node is Ready (upstream's full disruption: the control plane, not the nodes, is probably
+ *   cut off) no NoExecute taint is set and those set are removed, so nothing is evicted.
  * - pods: when a node stops being Ready (and for any pod bound to a node that is not Ready), the pods'
  *   Ready condition is set False (MarkPodsNotReady), with a `NodeNotReady` event on the node and each pod.
  *
@@ -42,6 +44,8 @@ export class NodeLifecycleController {
   private readonly heard = new Map<string, Heard>();
   /** The Ready status each node had at its last sync, to see it change. */
   private readonly lastReady = new Map<string, string>();
+  /** No node is Ready: NoExecute taints are held back. */
+  private fullDisruption = false;
   private readonly unsubscribe: (() => void)[] = [];
   private monitor?: Loop;
   private readonly periodMs: number;
@@ -138,6 +142,23 @@ export class NodeLifecycleController {
     }
   }
 
+  /** Whether no node is Ready now; when that changes, every node's taints are looked at again. */
+  private updateDisruption(): boolean {
+    const all = this.registry.store.listAll('nodes');
+    const full =
+      all.length > 0 && !all.some(({ object }) => nodeCondition(object, 'Ready')?.status === 'True');
+    if (full !== this.fullDisruption) {
+      this.fullDisruption = full;
+      this.logger.info(
+        full
+          ? 'no node is Ready: entering full disruption mode, no NoExecute taints'
+          : 'a node is Ready: leaving full disruption mode',
+      );
+      for (const { object } of all) this.queue.add(`node/${object.metadata.name}`);
+    }
+    return full;
+  }
+
   /** `node/<name>`: taints follow conditions, pods follow Ready. `pod/<ns>/<name>`: one pod. */
   sync(key: string): void {
     const [kind, ...rest] = key.split('/');
@@ -151,7 +172,7 @@ export class NodeLifecycleController {
     const name = rest.join('/');
     const node = this.registry.store.get('nodes', '', name)?.object;
     if (!node) return;
-    const taints = reconcileTaints(node, this.clock.now());
+    const taints = reconcileTaints(node, this.clock.now(), !this.updateDisruption());
     if (taints) {
       this.registry.store.update('nodes', '', name, (n) => {
         n.spec = { ...(n.spec ?? {}), taints };

@@ -147,7 +147,7 @@ test('the kubelet comes back before the tolerations run out: Ready again, taints
 });
 
 test('static pods (NoExecute tolerated for ever) and DaemonSet-like pods stay; an untolerated NoExecute taint evicts at once', async (t) => {
-  const c = nodeCluster(['n1']);
+  const c = nodeCluster(['n1', 'n2']);
   t.teardown(() => c.stop());
   const pod = (name: string, tolerations: object[], annotations: Record<string, string> = {}) =>
     c.registry.create(pods, 'default', {
@@ -179,4 +179,19 @@ test('static pods (NoExecute tolerated for ever) and DaemonSet-like pods stay; a
   });
   await waitFor(() => (c.pod('daemon')?.metadata.deletionTimestamp ? true : undefined), 'daemon evicted');
   t.falsy(c.pod('static-n1')!.metadata.deletionTimestamp, 'the static pod tolerates every NoExecute taint');
+});
+
+test('no node Ready (a one-node cluster whose kubelet stops): Unknown and NoSchedule, but no NoExecute taint, nothing evicted', async (t) => {
+  const c = nodeCluster(['solo']);
+  t.teardown(() => c.stop());
+  c.registry.create(deployments, 'default', webDeployment(1));
+  await advanceUntil(c, () => live(c.pods()).some((p) => condition(p, 'Ready')?.status === 'True'), 5_000);
+  const [only] = live(c.pods());
+  c.killKubelet('solo');
+  await advanceUntil(c, () => condition(c.node('solo'), 'Ready')?.status === 'Unknown', 120_000);
+  await waitFor(() => (c.node('solo').spec?.taints ? true : undefined), 'the NoSchedule taint');
+  await c.clock.advance(600_000);
+  t.deepEqual(c.node('solo').spec.taints, [{ key: 'node.kubernetes.io/unreachable', effect: 'NoSchedule' }]);
+  t.falsy(c.pod(only!.metadata.name!)!.metadata.deletionTimestamp, 'not evicted');
+  t.is(condition(c.pod(only!.metadata.name!), 'Ready')?.status, 'False', 'but NotReady');
 });

@@ -46,15 +46,18 @@ export function nodeCondition(node: KubeObject, type: string): Record<string, an
   return (node.status?.conditions ?? []).find((c: any) => c?.type === type);
 }
 
-/** The NoSchedule and NoExecute taints `node`'s conditions call for (without timeAdded). */
-export function conditionTaints(node: KubeObject): Taint[] {
+/**
+ * The NoSchedule and NoExecute taints `node`'s conditions call for (without timeAdded). `noExecute`
+ * false: none of the NoExecute ones (every node is down, so evicting would only empty the cluster).
+ */
+export function conditionTaints(node: KubeObject, noExecute = true): Taint[] {
   const out: Taint[] = [];
   for (const [type, byStatus] of Object.entries(conditionTaintKeys)) {
     const key = byStatus[nodeCondition(node, type)?.status ?? ''];
     if (key) out.push({ key, effect: 'NoSchedule' });
   }
   if (node.spec?.unschedulable) out.push({ key: TaintNodeUnschedulable, effect: 'NoSchedule' });
-  const ready = nodeCondition(node, 'Ready')?.status;
+  const ready = noExecute ? nodeCondition(node, 'Ready')?.status : undefined;
   if (ready === 'False') out.push({ key: TaintNodeNotReady, effect: 'NoExecute' });
   if (ready === 'Unknown') out.push({ key: TaintNodeUnreachable, effect: 'NoExecute' });
   return out;
@@ -72,9 +75,9 @@ const same = (a: Taint, b: Taint) => a.key === b.key && a.effect === b.effect;
  * The node's taints once the managed ones match its conditions, or undefined when they already do.
  * A taint that stays keeps its timeAdded; one added now gets `now` when it is NoExecute.
  */
-export function reconcileTaints(node: KubeObject, now: number): Taint[] | undefined {
+export function reconcileTaints(node: KubeObject, now: number, noExecute = true): Taint[] | undefined {
   const current: Taint[] = Array.isArray(node.spec?.taints) ? node.spec.taints : [];
-  const wanted = conditionTaints(node);
+  const wanted = conditionTaints(node, noExecute);
   const kept = current.filter((t) => !managed(t) || wanted.some((w) => same(w, t)));
   const added = wanted
     .filter((w) => !current.some((t) => same(w, t)))
