@@ -142,11 +142,17 @@ export class NodeLifecycleController {
     }
   }
 
-  /** Whether no node is Ready now; when that changes, every node's taints are looked at again. */
+  /**
+   * Whether no node is Ready (from each node's last sync; O(1) while one is). When that changes, every
+   * node's taints are looked at again.
+   */
   private updateDisruption(): boolean {
-    const all = this.registry.store.listAll('nodes');
-    const full =
-      all.length > 0 && !all.some(({ object }) => nodeCondition(object, 'Ready')?.status === 'True');
+    let full = this.lastReady.size > 0;
+    for (const status of this.lastReady.values()) {
+      if (status !== 'True') continue;
+      full = false;
+      break;
+    }
     if (full !== this.fullDisruption) {
       this.fullDisruption = full;
       this.logger.info(
@@ -154,7 +160,7 @@ export class NodeLifecycleController {
           ? 'no node is Ready: entering full disruption mode, no NoExecute taints'
           : 'a node is Ready: leaving full disruption mode',
       );
-      for (const { object } of all) this.queue.add(`node/${object.metadata.name}`);
+      for (const name of this.lastReady.keys()) this.queue.add(`node/${name}`);
     }
     return full;
   }
@@ -172,6 +178,9 @@ export class NodeLifecycleController {
     const name = rest.join('/');
     const node = this.registry.store.get('nodes', '', name)?.object;
     if (!node) return;
+    const ready = nodeCondition(node, 'Ready')?.status;
+    const before = this.lastReady.get(name);
+    if (ready) this.lastReady.set(name, ready);
     const taints = reconcileTaints(node, this.clock.now(), !this.updateDisruption());
     if (taints) {
       this.registry.store.update('nodes', '', name, (n) => {
@@ -180,9 +189,6 @@ export class NodeLifecycleController {
         return n;
       });
     }
-    const ready = nodeCondition(node, 'Ready')?.status;
-    const before = this.lastReady.get(name);
-    if (ready) this.lastReady.set(name, ready);
     if (!isNotReady(node) || ready === before) return;
     if (before === 'True')
       this.events?.record(node, 'Normal', 'NodeNotReady', `Node ${name} status is now: NodeNotReady`);
