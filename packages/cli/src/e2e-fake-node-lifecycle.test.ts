@@ -1,14 +1,14 @@
 import { join } from 'node:path';
 import test from 'ava';
 import { NodeletUp, requireKubectl } from './e2e-containerd/nodelet-up.js';
-import { KubeletProcess, pollUntil } from './test-helpers.js';
+import { KubeletProcess, podManifest, pollUntil } from './test-helpers.js';
 
 /**
  * A node dies under a Deployment, as a user sees it with the real kubectl: `nodelet up --nodes 2` plus a
  * third node joined as upstream nodes join (`nodelet kubelet --bootstrap-kubeconfig`), on the fake
  * runtime. The third kubelet is SIGKILLed; with the grace period short, the node turns NotReady and is
  * tainted unreachable, and the Deployment's pod there (tolerating that taint for 2 s) is replaced on the
- * other nodes. The grace period stays above the kubelet's 10 s Lease renewal, or every node would fail.
+ * other nodes, while its static pod's mirror (tolerating every NoExecute taint) stays. The grace period stays above the kubelet's 10 s Lease renewal, or every node would fail.
  */
 const kubectl = requireKubectl(test);
 
@@ -65,6 +65,13 @@ if (kubectl) {
         return running.length === 3 && nodes.size === 3 ? running : undefined;
       },
       { timeoutMs: 60_000, intervalMs: 250, describe: () => up.stderr().slice(-2000) },
+    );
+    // After the placement: the static pod's requests would make the scheduler prefer the other nodes.
+    joined.writeManifest('static.yaml', podManifest('static-web', 'nginx'));
+    await pollUntil(
+      'the static pod’s mirror pod',
+      async () => ((await up.kubectl(['get', 'pod', 'static-web-life-3'])).code === 0 ? true : undefined),
+      { timeoutMs: 30_000, intervalMs: 250, describe: () => joined.stderr().slice(-2000) },
     );
     const victim = placed.find((p) => p.spec.nodeName === 'life-3').metadata.name as string;
     const yaml = await up.kubectlOk(['get', 'pod', victim, '-o', 'yaml']);
@@ -129,6 +136,8 @@ if (kubectl) {
       { timeoutMs: 60_000, intervalMs: 250, describe: () => up.stderr().slice(-2000) },
     );
     t.false(moved.some((p) => p.metadata.name === victim));
+    const mirror = JSON.parse(await up.kubectlOk(['get', 'pod', 'static-web-life-3', '-o', 'json']));
+    t.falsy(mirror.metadata.deletionTimestamp, 'the mirror pod of the static pod is not evicted');
     const old = await up.kubectlOk(['get', 'pod', victim, '--no-headers']);
     t.regex(old, /\sTerminating\s/, 'no kubelet is left to finish the old pod: it shows Terminating');
     const events = await up.kubectlOk([
