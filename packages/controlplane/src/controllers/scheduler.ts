@@ -1,4 +1,4 @@
-import { milliCpu, quantityValue } from '@nodelet/api';
+import { milliCpu, quantityValue, toleratesTaint } from '@nodelet/api';
 import type { Clock, Logger, Loop } from '@nodelet/kernel';
 import { rfc3339, type KubeObject } from '../object.js';
 import type { Registry } from '../apiserver/registry.js';
@@ -87,11 +87,7 @@ function isReady(node: KubeObject): boolean {
 }
 
 function tolerates(tolerations: any[], taint: any): boolean {
-  return tolerations.some((t) => {
-    if (t.effect && t.effect !== taint.effect) return false;
-    if (t.operator === 'Exists') return !t.key || t.key === taint.key;
-    return t.key === taint.key && (t.value ?? '') === (taint.value ?? '');
-  });
+  return tolerations.some((t) => toleratesTaint(t, taint));
 }
 
 function matchExpression(value: string | undefined, e: any): boolean {
