@@ -15,6 +15,7 @@ import { NamespaceController } from './controllers/namespace-controller.js';
 import { Scheduler } from './controllers/scheduler.js';
 import { NodeLifecycleController } from './controllers/node-lifecycle-controller.js';
 import { TaintEvictionController } from './controllers/taint-eviction-controller.js';
+import { PodGarbageCollector } from './controllers/pod-gc-controller.js';
 import { ReplicaSetController } from './controllers/replicaset-controller.js';
 import { DeploymentController } from './controllers/deployment-controller.js';
 import { GarbageCollector } from './controllers/garbage-collector.js';
@@ -310,7 +311,7 @@ export class ControlPlane {
     });
   }
 
-  /** The node lifecycle controller and the taint eviction controller, with their event sources. */
+  /** The node lifecycle, taint eviction and pod GC controllers, with their event sources. */
   private startNodeLifecycle(registry: Registry): void {
     const { clock, logger } = this.options;
     const recorder = (component: string) =>
@@ -329,6 +330,7 @@ export class ControlPlane {
         logger.child('taint-eviction-controller'),
         recorder('taint-eviction-controller'),
       ),
+      new PodGarbageCollector(registry, clock, logger.child('pod-garbage-collector')),
     );
   }
 

@@ -1,6 +1,7 @@
 import test from 'ava';
 import { rfc3339, type KubeObject } from '../object.js';
 import { deployments } from '../resources/deployments.js';
+import { nodes } from '../resources/nodes.js';
 import { pods } from '../resources/pods.js';
 import { waitFor } from '../test-helpers.js';
 import { condition, nodeCluster } from './test-node-cluster.js';
@@ -194,4 +195,36 @@ test('no node Ready (a one-node cluster whose kubelet stops): Unknown and NoSche
   t.deepEqual(c.node('solo').spec.taints, [{ key: 'node.kubernetes.io/unreachable', effect: 'NoSchedule' }]);
   t.falsy(c.pod(only!.metadata.name!)!.metadata.deletionTimestamp, 'not evicted');
   t.is(condition(c.pod(only!.metadata.name!), 'Ready')?.status, 'False', 'but NotReady');
+});
+
+test('pod GC: the Terminating pods of a dead node go once the node is tainted out-of-service, or deleted', async (t) => {
+  const c = nodeCluster(['n1', 'n2', 'n3']);
+  t.teardown(() => c.stop());
+  const placed = await spreadDeployment(c);
+  for (const n of ['n2', 'n3']) c.killKubelet(n);
+  const gone = [placed.get('n2')!, placed.get('n3')!];
+  await advanceUntil(c, () => gone.every((name) => !!c.pod(name)?.metadata.deletionTimestamp), 420_000);
+  await c.clock.advance(60_000);
+  t.true(
+    gone.every((name) => c.pod(name)),
+    'Terminating: no kubelet finishes them',
+  );
+
+  c.registry.store.update('nodes', '', 'n2', (n) => {
+    n.spec.taints.push({
+      key: 'node.kubernetes.io/out-of-service',
+      value: 'nodeshutdown',
+      effect: 'NoExecute',
+    });
+    return n;
+  });
+  await c.clock.advance(20_000);
+  t.falsy(c.pod(gone[0]!), 'out-of-service: force-deleted at the next pass');
+
+  c.registry.delete(nodes, '', 'n3');
+  await c.clock.advance(40_000);
+  t.truthy(c.pod(gone[1]!), 'an orphan waits out the 40 s quarantine');
+  await c.clock.advance(20_000);
+  t.falsy(c.pod(gone[1]!), 'orphaned: force-deleted');
+  t.is(live(c.pods()).length, 3);
 });

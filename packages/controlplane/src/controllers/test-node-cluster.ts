@@ -14,13 +14,14 @@ import { readyNode } from '../test-helpers.js';
 import { DeploymentController } from './deployment-controller.js';
 import { EventRecorder } from './event-recorder.js';
 import { NodeLifecycleController, type NodeLifecycleOptions } from './node-lifecycle-controller.js';
+import { PodGarbageCollector } from './pod-gc-controller.js';
 import { ReplicaSetController } from './replicaset-controller.js';
 import { Scheduler } from './scheduler.js';
 import { TaintEvictionController } from './taint-eviction-controller.js';
 
 /**
  * A cluster for the node lifecycle tests: an in-memory store with DefaultTolerationSeconds admission,
- * the scheduler, the Deployment, ReplicaSet, node lifecycle and taint eviction controllers, all on one
+ * the scheduler, the Deployment, ReplicaSet, node lifecycle, taint eviction and pod GC controllers, all on one
  * virtual clock, and a simulated kubelet per node that renews its Lease every 10 s and reports the pods
  * bound to it Running and Ready every second — until the test stops it.
  */
@@ -42,6 +43,7 @@ export function nodeCluster(nodeNames: string[], options: NodeLifecycleOptions =
     new DeploymentController(registry, clock, logger),
     new NodeLifecycleController(registry, clock, logger, recorder('node-controller'), options),
     new TaintEvictionController(registry, clock, logger, recorder('taint-eviction-controller')),
+    new PodGarbageCollector(registry, clock, logger),
   ];
   const kubelets = new Map<string, Loop>();
 
