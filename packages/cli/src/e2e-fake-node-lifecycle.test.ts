@@ -8,7 +8,9 @@ import { KubeletProcess, podManifest, pollUntil } from './test-helpers.js';
  * third node joined as upstream nodes join (`nodelet kubelet --bootstrap-kubeconfig`), on the fake
  * runtime. The third kubelet is SIGKILLed; with the grace period short, the node turns NotReady and is
  * tainted unreachable, and the Deployment's pod there (tolerating that taint for 2 s) is replaced on the
- * other nodes, while its static pod's mirror (tolerating every NoExecute taint) stays. The grace period stays above the kubelet's 10 s Lease renewal, or every node would fail.
+ * other nodes, while its static pod's mirror (tolerating every NoExecute taint) stays; tainted
+ * out-of-service, the old pod left Terminating is force-deleted. The grace period stays above the
+ * kubelet's 10 s Lease renewal, or every node would fail.
  */
 const kubectl = requireKubectl(test);
 
@@ -150,5 +152,19 @@ if (kubectl) {
     ]);
     t.regex(events, /NodeNotReady/);
     t.regex(events, /TaintManagerEviction/);
+
+    // The admin declares the node gone for good: pod GC force-deletes what was left Terminating there.
+    await up.kubectlOk([
+      'taint',
+      'node',
+      'life-3',
+      'node.kubernetes.io/out-of-service=nodeshutdown:NoExecute',
+    ]);
+    await pollUntil(
+      'the Terminating pod gone',
+      async () => ((await up.kubectl(['get', 'pod', victim])).code !== 0 ? true : undefined),
+      { timeoutMs: 60_000, intervalMs: 500, describe: () => up.stderr().slice(-2000) },
+    );
+    t.is((await up.kubectl(['get', 'pod', 'static-web-life-3'])).code, 0, 'the mirror pod stays');
   });
 }
