@@ -387,3 +387,28 @@ test('nodelet up refuses a bad proxy mode or proxy section before it starts anyt
   );
   t.false(existsSync(join(dir, 'state.db')), 'nothing was started');
 });
+
+test('nodelet up takes the node lifecycle timing, as kube-controller-manager and kube-apiserver spell it', (t) => {
+  const { nodeLifecycle } = parseUpArgs([
+    '--node-monitor-period',
+    '1s',
+    '--node-monitor-grace-period=4s',
+    '--default-not-ready-toleration-seconds',
+    '10',
+    '--default-unreachable-toleration-seconds',
+    '0',
+  ]).flags;
+  t.deepEqual(nodeLifecycle, {
+    nodeMonitorPeriodMs: 1_000,
+    nodeMonitorGracePeriodMs: 4_000,
+    defaultNotReadyTolerationSeconds: 10,
+    defaultUnreachableTolerationSeconds: 0,
+  });
+  t.deepEqual(parseUpArgs([]).flags.nodeLifecycle, {}, 'the control plane defaults apply: 5s, 50s, 300, 300');
+  t.throws(() => parseUpArgs(['--node-monitor-grace-period', '40']), {
+    message: 'flag --node-monitor-grace-period must be a positive duration such as 5s or 1m, got "40"',
+  });
+  t.throws(() => parseUpArgs(['--default-unreachable-toleration-seconds=-1']), {
+    message: /^flag --default-unreachable-toleration-seconds must be an integer from 0/,
+  });
+});

@@ -3,6 +3,8 @@ import type { AuthorizationMode } from './authorization/modes.js';
 import type { SlowClientTimeouts } from './apiserver/filters/slow-clients.js';
 import type { ServerVersion } from './apiserver/server.js';
 import type { AuditLogOptions } from './audit/audit-log.js';
+import type { DefaultTolerationSecondsOptions } from './admission/default-toleration-seconds.js';
+import type { NodeLifecycleOptions } from './controllers/node-lifecycle-controller.js';
 
 /**
  * The embedded control plane: the revision store, the API server on HTTPS, and the controllers a node
@@ -27,7 +29,26 @@ export interface ControlPlaneOptions {
   /** The prefix length of each Node's pod CIDR (--node-cidr-mask-size; default 24). */
   nodeCidrMaskSize?: number;
   /** Run the in-process controllers (default true). */
-  controllers?: { scheduler?: boolean; endpointSlices?: boolean; workloads?: boolean; nodeIpam?: boolean };
+  controllers?: {
+    scheduler?: boolean;
+    endpointSlices?: boolean;
+    workloads?: boolean;
+    /** The node IPAM controller (each Node's podCIDR). */
+    nodeIpam?: boolean;
+    /** The node lifecycle and taint eviction controllers. */
+    nodeLifecycle?: boolean;
+  };
+  /**
+   * kube-controller-manager's --node-monitor-period (5 s) and --node-monitor-grace-period (50 s): how
+   * often node health is checked, and how long a node may go without renewing its Lease or posting
+   * status before its conditions turn Unknown.
+   */
+  nodeLifecycle?: NodeLifecycleOptions;
+  /**
+   * kube-apiserver's --default-not-ready-toleration-seconds and --default-unreachable-toleration-seconds
+   * (300 each): the tolerations the DefaultTolerationSeconds admission gives every pod.
+   */
+  defaultTolerationSeconds?: DefaultTolerationSecondsOptions;
   /** Every `intervalMs`, history older than the newest `retainRevisions` revisions is compacted. */
   compaction?: { intervalMs?: number; retainRevisions?: number };
   /** How long Events live (default 1 h). */
@@ -39,7 +60,7 @@ export interface ControlPlaneOptions {
   version?: string;
   /**
    * Admission plugins not to run (upstream's --disable-admission-plugins): `ServiceAccount`,
-   * `NodeRestriction`. Both run by default.
+   * `NodeRestriction`, `DefaultTolerationSeconds`. All run by default.
    */
   disableAdmissionPlugins?: readonly string[];
   /** The `iss` of service-account tokens (default https://kubernetes.default.svc.cluster.local). */

@@ -4,6 +4,7 @@ import { buildAuthorization, type AuthorizationSetup } from './authorization/aut
 import { defaultAuthorizationModes } from './authorization/modes.js';
 import { NodeRestrictionAdmission } from './admission/node-restriction.js';
 import { ServiceAccountAdmission } from './admission/service-account.js';
+import { DefaultTolerationSecondsAdmission } from './admission/default-toleration-seconds.js';
 import { OpenApiDocuments } from './apiserver/openapi.js';
 import { Registry } from './apiserver/registry.js';
 import { ApiServer, type PodLogProvider } from './apiserver/server.js';
@@ -14,6 +15,9 @@ import { NamespaceController } from './controllers/namespace-controller.js';
 import { Scheduler } from './controllers/scheduler.js';
 import { NodeIpamController } from './controllers/node-ipam-controller.js';
 import { defaultClusterCidr, defaultNodeCidrMaskSize, NodeCidrSet } from './controllers/node-cidr-set.js';
+import { NodeLifecycleController } from './controllers/node-lifecycle-controller.js';
+import { TaintEvictionController } from './controllers/taint-eviction-controller.js';
+import { PodGarbageCollector } from './controllers/pod-gc-controller.js';
 import { ReplicaSetController } from './controllers/replicaset-controller.js';
 import { DaemonSetController } from './controllers/daemon-set-controller.js';
 import { StatefulSetController } from './controllers/stateful-set-controller.js';
@@ -179,6 +183,7 @@ export class ControlPlane {
           ensureDefaultServiceAccount: (ns) => this.namespaceController?.ensureContents(ns),
         }),
         new NodeRestrictionAdmission(store),
+        new DefaultTolerationSecondsAdmission(o.defaultTolerationSeconds),
         ...(authorization.rbac
           ? [new RbacEscalationAdmission(authorization.rbac.resolver, authorization.chain)]
           : []),
@@ -324,6 +329,7 @@ export class ControlPlane {
         new DisruptionController(registry, o.clock, logger.child('disruption-controller'), pdbEvents),
       );
     }
+    if (o.controllers?.nodeLifecycle !== false) this.startNodeLifecycle(registry);
     this.controllers.push(
       new CsrController(registry, o.clock, logger.child('csr-controller'), this.pki.ca, authorization.chain),
     );
@@ -341,6 +347,29 @@ export class ControlPlane {
       revision: store.revision,
       kubeconfig: this.kubeconfigPath,
     });
+  }
+
+  /** The node lifecycle, taint eviction and pod GC controllers, with their event sources. */
+  private startNodeLifecycle(registry: Registry): void {
+    const { clock, logger } = this.options;
+    const recorder = (component: string) =>
+      new EventRecorder(registry, clock, logger.child('events'), component);
+    this.controllers.push(
+      new NodeLifecycleController(
+        registry,
+        clock,
+        logger.child('node-lifecycle-controller'),
+        recorder('node-controller'),
+        this.options.nodeLifecycle,
+      ),
+      new TaintEvictionController(
+        registry,
+        clock,
+        logger.child('taint-eviction-controller'),
+        recorder('taint-eviction-controller'),
+      ),
+      new PodGarbageCollector(registry, clock, logger.child('pod-garbage-collector')),
+    );
   }
 
   /** Adds an in-process controller, started now if the control plane runs. */

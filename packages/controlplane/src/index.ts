@@ -16,6 +16,9 @@ export * from './resources/index.js';
 export * from './controllers/scheduler.js';
 export * from './controllers/endpointslice-controller.js';
 export { NamespaceController } from './controllers/namespace-controller.js';
+export * from './controllers/node-lifecycle-controller.js';
+export { TaintEvictionController, evictionTime } from './controllers/taint-eviction-controller.js';
+export * from './admission/default-toleration-seconds.js';
 export * from './plugin.js';
 // The kube-api-access volume as ServiceAccount admission adds it (benchmarks build pods of that shape).
 export {

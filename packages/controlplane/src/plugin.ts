@@ -45,6 +45,12 @@ export interface ControlPlanePluginConfig {
   /** kube-apiserver's --max-requests-inflight and --max-mutating-requests-inflight (0: no limit). */
   maxRequestsInflight: number;
   maxMutatingRequestsInflight: number;
+  /** kube-controller-manager's --node-monitor-period and --node-monitor-grace-period, in ms. */
+  nodeMonitorPeriodMs: number;
+  nodeMonitorGracePeriodMs: number;
+  /** kube-apiserver's --default-not-ready-toleration-seconds and --default-unreachable-toleration-seconds. */
+  defaultNotReadyTolerationSeconds: number;
+  defaultUnreachableTolerationSeconds: number;
 }
 
 export const controlPlaneConfigSchema = {
@@ -77,6 +83,10 @@ export const controlPlaneConfigSchema = {
     requestTimeoutMs: { type: 'integer', minimum: 0, default: 60_000 },
     maxRequestsInflight: { type: 'integer', minimum: 0, default: 400 },
     maxMutatingRequestsInflight: { type: 'integer', minimum: 0, default: 200 },
+    nodeMonitorPeriodMs: { type: 'integer', minimum: 1, default: 5_000 },
+    nodeMonitorGracePeriodMs: { type: 'integer', minimum: 1, default: 50_000 },
+    defaultNotReadyTolerationSeconds: { type: 'integer', minimum: 0, default: 300 },
+    defaultUnreachableTolerationSeconds: { type: 'integer', minimum: 0, default: 300 },
   },
 } as const;
 
@@ -115,6 +125,11 @@ export const controlPlanePlugin = definePlugin<ControlPlanePluginConfig>({
       requestTimeoutMs: c.requestTimeoutMs,
       maxRequestsInflight: c.maxRequestsInflight,
       maxMutatingRequestsInflight: c.maxMutatingRequestsInflight,
+      nodeLifecycle: { monitorPeriodMs: c.nodeMonitorPeriodMs, gracePeriodMs: c.nodeMonitorGracePeriodMs },
+      defaultTolerationSeconds: {
+        notReadySeconds: c.defaultNotReadyTolerationSeconds,
+        unreachableSeconds: c.defaultUnreachableTolerationSeconds,
+      },
     });
     ctx.provide(ControlPlaneApi, cp);
     ctx.onStart(() => cp.start());

@@ -192,25 +192,26 @@ function replace(
   delete meta.selfLink;
 
   let next: KubeObject;
-  let errors: FieldError[];
+  // Validated after admission, which may change the object (upstream: mutating admission, then validation).
+  let validate: () => FieldError[];
   if (options.subresource === 'status') {
     next = t.strategy.prepareForStatusUpdate
       ? t.strategy.prepareForStatusUpdate(obj, structuredClone(old), p.context)
       : { ...structuredClone(old), status: obj.status };
     next.metadata.resourceVersion = old.metadata.resourceVersion;
-    errors = t.strategy.validateStatusUpdate?.(next, old, p.context) ?? [];
+    validate = () => t.strategy.validateStatusUpdate?.(next, old, p.context) ?? [];
   } else if (options.subresource) {
     const sub = options.subresource;
     const prepared = t.strategy.prepareForSubresourceUpdate?.(sub, obj, structuredClone(old), p.context);
     if (!prepared) throw notFound(groupResource(t), `${name}/${sub}`);
     next = prepared;
     next.metadata.resourceVersion = old.metadata.resourceVersion;
-    errors = t.strategy.validateSubresourceUpdate?.(sub, next, old, p.context) ?? [];
+    validate = () => t.strategy.validateSubresourceUpdate?.(sub, next, old, p.context) ?? [];
   } else {
     if (t.statusSubresource) obj.status = old.status;
     t.strategy.prepareForUpdate?.(obj, structuredClone(old), p.context);
     next = obj;
-    errors =
+    validate = () =>
       t.strategy.validateUpdate?.(next, old, p.context) ?? t.strategy.validate?.(next, p.context) ?? [];
   }
   const request = {
@@ -220,7 +221,7 @@ function replace(
     subresource: options.subresource ?? '',
   };
   for (const plugin of p.admission) plugin.admitUpdate?.(t, next, old, p.context, request);
-  mustBeValid(t, next, errors);
+  mustBeValid(t, next, validate());
   next.metadata.resourceVersion = old.metadata.resourceVersion;
   const unchanged = canonicalJson(next) === canonicalJson(old);
   // An unchanged object is not written again, unless it is stored under an old encryption key.

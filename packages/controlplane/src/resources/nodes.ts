@@ -10,15 +10,8 @@ const taintEffects = ['NoSchedule', 'PreferNoSchedule', 'NoExecute'];
 
 function nodeStatusCell(node: KubeObject): string {
   const ready = (node.status?.conditions ?? []).find((c: any) => c.type === 'Ready');
-  const parts = [
-    ready
-      ? ready.status === 'True'
-        ? 'Ready'
-        : ready.status === 'False'
-          ? 'NotReady'
-          : 'Unknown'
-      : 'Unknown',
-  ];
+  // As upstream's printer: Ready, or NotReady for False and Unknown alike; Unknown only without one.
+  const parts = [ready ? (ready.status === 'True' ? 'Ready' : 'NotReady') : 'Unknown'];
   if (node.spec?.unschedulable) parts.push('SchedulingDisabled');
   return parts.join(',');
 }

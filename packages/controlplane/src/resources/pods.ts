@@ -14,12 +14,6 @@ import { ageColumn, allVerbs, nameColumn, type ResourceType } from '../apiserver
 import { age } from './printers.js';
 import { validateObjectMetaUpdate } from './meta-validation.js';
 
-/** Tolerations the DefaultTolerationSeconds admission plugin adds: 300 s on a not-ready or unreachable node. */
-const defaultTolerations = [
-  { key: 'node.kubernetes.io/not-ready', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 },
-  { key: 'node.kubernetes.io/unreachable', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 300 },
-];
-
 /** Guaranteed, Burstable or BestEffort, as upstream's GetPodQOS decides from requests and limits. */
 export function podQosClass(pod: Pod): 'Guaranteed' | 'Burstable' | 'BestEffort' {
   const containers = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])];
@@ -258,18 +252,7 @@ export const pods: ResourceType = {
         mirrorServiceAccount(spec);
         spec.priority ??= 0;
         spec.preemptionPolicy ??= 'PreemptLowerPriority';
-        if (Array.isArray(spec.tolerations) || spec.tolerations === undefined) {
-          const tolerations: Record<string, any>[] = spec.tolerations ?? [];
-          for (const t of defaultTolerations) {
-            const has = tolerations.some(
-              (x) =>
-                (x.key === t.key || (x.operator === 'Exists' && !x.key)) &&
-                (!x.effect || x.effect === t.effect),
-            );
-            if (!has) tolerations.push({ ...t });
-          }
-          spec.tolerations = tolerations;
-        }
+        // The default not-ready/unreachable tolerations are the DefaultTolerationSeconds admission's.
       }
       obj.status = { phase: 'Pending', qosClass: podQosClass(obj as Pod) };
     },
