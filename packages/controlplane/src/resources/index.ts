@@ -6,6 +6,8 @@ import { certificateSigningRequests } from './certificates.js';
 import { pods } from './pods.js';
 import { deployments } from './deployments.js';
 import { replicaSets } from './replica-sets.js';
+import { jobs } from './jobs.js';
+import { cronJobs } from './cron-jobs.js';
 import { clusterRoleBindings, clusterRoles, roleBindings, roles } from './rbac.js';
 import { makeServices } from './services.js';
 import { configMaps, secrets } from './config-data.js';
@@ -31,6 +33,8 @@ export function servedResources(allocator: ServiceAllocator): ResourceType[] {
     leases,
     deployments,
     replicaSets,
+    jobs,
+    cronJobs,
     eventsV1,
     certificateSigningRequests,
     tokenReviews,

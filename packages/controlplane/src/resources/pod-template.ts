@@ -10,8 +10,9 @@ import {
   validatePod,
 } from '@nodelet/api';
 import { isObject, type KubeObject } from '../object.js';
+import type { Strategy } from '../apiserver/resource-type.js';
 import { labelSelectorFromObject, matchLabels } from '../apiserver/selectors.js';
-import { validateLabels } from './meta-validation.js';
+import { validateLabels, validateObjectMetaUpdate } from './meta-validation.js';
 
 /**
  * What the apps/v1 kinds that stamp out pods share (upstream's pkg/apis/apps/validation and
@@ -35,11 +36,23 @@ function goLabelMap(labels: unknown): string {
   return `map[string]string{${entries.join(', ')}}`;
 }
 
+/** What a kind allows of its pod template: apps/v1 restarts Always; a Job OnFailure or Never, with a deadline. */
+export interface TemplateRules {
+  restartPolicies: readonly string[];
+  activeDeadlineSeconds: boolean;
+}
+
+const appsTemplateRules: TemplateRules = { restartPolicies: ['Always'], activeDeadlineSeconds: false };
+
 /**
- * `spec.selector` and `spec.template` of a Deployment or ReplicaSet: the selector required and not empty,
- * the template's labels matching it, the template a valid pod that restarts Always.
+ * `spec.selector` and `spec.template` of a Deployment, ReplicaSet or Job: the selector required and not
+ * empty, the template's labels matching it, the template a valid pod with a restart policy `rules` allow.
  */
-export function validateSelectorAndTemplate(spec: Record<string, any>, kind: string): FieldError[] {
+export function validateSelectorAndTemplate(
+  spec: Record<string, any>,
+  kind: string,
+  rules: TemplateRules = appsTemplateRules,
+): FieldError[] {
   const errors: FieldError[] = [];
   const selector = spec.selector;
   if (!isObject(selector)) {
@@ -73,10 +86,12 @@ export function validateSelectorAndTemplate(spec: Record<string, any>, kind: str
     errors.push({ ...e, field: `spec.template.${e.field}` });
   }
   const podSpec = isObject(template.spec) ? template.spec : {};
-  if (podSpec.restartPolicy !== undefined && podSpec.restartPolicy !== 'Always') {
-    errors.push(fieldNotSupported('spec.template.spec.restartPolicy', podSpec.restartPolicy, ['Always']));
+  if (!rules.restartPolicies.includes(podSpec.restartPolicy ?? 'Always')) {
+    errors.push(
+      fieldNotSupported('spec.template.spec.restartPolicy', podSpec.restartPolicy, rules.restartPolicies),
+    );
   }
-  if (podSpec.activeDeadlineSeconds !== undefined) {
+  if (podSpec.activeDeadlineSeconds !== undefined && !rules.activeDeadlineSeconds) {
     errors.push(
       fieldForbidden(
         'spec.template.spec.activeDeadlineSeconds',
@@ -150,4 +165,32 @@ export function selectorString(selector: unknown): string {
     .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
     .map(([, t]) => t)
     .join(',');
+}
+
+/**
+ * The strategy of a kind with a spec and a `status` subresource: defaults on every write, status reset and
+ * generation 1 on create, generation bumped by spec changes, `updateErrors` on top of `validate`.
+ */
+export function specStrategy(
+  defaults: (obj: KubeObject) => void,
+  validate: (obj: KubeObject) => FieldError[],
+  updateErrors: (obj: KubeObject, old: KubeObject) => FieldError[],
+): Strategy {
+  return {
+    prepareForCreate(obj) {
+      defaults(obj);
+      obj.status = {};
+      obj.metadata.generation = 1;
+    },
+    validate: (obj) => validate(obj),
+    prepareForUpdate(obj, old) {
+      defaults(obj);
+      bumpGeneration(obj, old, false);
+    },
+    validateUpdate: (obj, old) => [
+      ...validate(obj),
+      ...validateObjectMetaUpdate(obj.metadata, old.metadata),
+      ...updateErrors(obj, old),
+    ],
+  };
 }
