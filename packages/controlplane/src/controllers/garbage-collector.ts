@@ -8,7 +8,7 @@ import { WorkQueue } from './work-queue.js';
 
 /**
  * A small garbage collector (upstream's pkg/controller/garbagecollector, for the owners this control plane
- * has: Deployments and ReplicaSets):
+ * has: Deployments, ReplicaSets, CronJobs and Jobs):
  *
  * - background cascading deletion: once an owner is gone, each dependent (ReplicaSets, pods) none of whose
  *   owners exists any more is deleted; one that still has another owner only loses the dangling reference;
@@ -18,8 +18,8 @@ import { WorkQueue } from './work-queue.js';
  * Foreground deletion (the `foregroundDeletion` finalizer) is not implemented: it deletes in the background.
  * On start every dependent is checked once, so deletions made while the collector was down are finished.
  */
-const owners = ['deployments', 'replicasets'];
-const dependents = ['replicasets', 'pods'];
+const owners = ['deployments', 'replicasets', 'cronjobs', 'jobs'];
+const dependents = ['replicasets', 'jobs', 'pods'];
 
 export class GarbageCollector {
   private readonly queue: WorkQueue;
