@@ -15,6 +15,9 @@ import { Scheduler } from './controllers/scheduler.js';
 import { ReplicaSetController } from './controllers/replicaset-controller.js';
 import { DeploymentController } from './controllers/deployment-controller.js';
 import { GarbageCollector } from './controllers/garbage-collector.js';
+import { JobController } from './controllers/job-controller.js';
+import { CronJobController } from './controllers/cronjob-controller.js';
+import { TtlAfterFinishedController } from './controllers/ttl-after-finished-controller.js';
 import { Authenticator } from './apiserver/authentication.js';
 import { StaticTokens } from './apiserver/token-file.js';
 import { ensureServiceAccountKey } from './serviceaccount/signing-key.js';
@@ -283,6 +286,13 @@ export class ControlPlane {
       );
       this.controllers.push(
         new DeploymentController(registry, o.clock, logger.child('deployment-controller'), deployEvents),
+      );
+      const jobEvents = new EventRecorder(registry, o.clock, logger.child('events'), 'job-controller');
+      this.controllers.push(new JobController(registry, o.clock, logger.child('job-controller'), jobEvents));
+      const cronEvents = new EventRecorder(registry, o.clock, logger.child('events'), 'cronjob-controller');
+      this.controllers.push(
+        new CronJobController(registry, o.clock, logger.child('cronjob-controller'), cronEvents),
+        new TtlAfterFinishedController(registry, o.clock, logger.child('ttl-after-finished-controller')),
       );
       this.controllers.push(new GarbageCollector(registry, o.clock, logger.child('garbage-collector')));
     }

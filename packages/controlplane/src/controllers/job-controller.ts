@@ -1,4 +1,3 @@
-import { canonicalJson } from '@nodelet/api';
 import type { Clock, Logger } from '@nodelet/kernel';
 import { rfc3339, type KubeObject } from '../object.js';
 import type { Registry } from '../apiserver/registry.js';
@@ -15,6 +14,7 @@ import {
   podIndex,
 } from './job-pods.js';
 import { hasTrueCondition, isJobFinished, reasons, setCondition } from './job-status.js';
+import { writeStatusIfChanged } from './status-write.js';
 import { WorkQueue } from './work-queue.js';
 
 /**
@@ -292,17 +292,6 @@ export class JobController {
       if (text) status.completedIndexes = text;
       else delete status.completedIndexes;
     }
-    if (canonicalJson(status) === canonicalJson(job.status ?? {})) return;
-    try {
-      this.registry.update(
-        this.registry.byStorage('jobs'),
-        job.metadata.namespace!,
-        job.metadata.name!,
-        { ...job, status },
-        { subresource: 'status' },
-      );
-    } catch (err) {
-      if (!(err instanceof ApiError && err.code === 404)) throw err;
-    }
+    writeStatusIfChanged(this.registry, 'jobs', job, status);
   }
 }

@@ -196,3 +196,19 @@ export function parseCronSchedule(spec: string, zone = 'UTC'): CronSchedule {
     },
   };
 }
+
+/** The process's own time zone: a CronJob without `timeZone` follows it, as upstream's controller manager. */
+export function localTimeZone(): string {
+  return Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC';
+}
+
+/** RFC 3339 with the zone's offset (`2026-01-01T09:00:00+09:00`), as Go's `t.In(zone).Format(time.RFC3339)`. */
+export function formatInZone(utc: number, zone: string): string {
+  const offset = zoneOffset(zone === 'UTC' ? undefined : formatFor(zone), utc);
+  const local = new Date(Math.floor(utc / 1000) * 1000 + offset).toISOString().slice(0, 19);
+  if (offset === 0) return `${local}Z`;
+  const minutes = Math.abs(offset) / 60_000;
+  const hh = String(Math.floor(minutes / 60)).padStart(2, '0');
+  const mm = String(minutes % 60).padStart(2, '0');
+  return `${local}${offset < 0 ? '-' : '+'}${hh}:${mm}`;
+}
