@@ -1,4 +1,3 @@
-import { canonicalJson } from '@nodelet/api';
 import type { Clock, Logger } from '@nodelet/kernel';
 import { rfc3339, type KubeObject } from '../object.js';
 import type { Registry } from '../apiserver/registry.js';
@@ -12,6 +11,7 @@ import {
 import type { EventRecorder } from './event-recorder.js';
 import { controllerRef, controllerRefOf } from './pod-control.js';
 import { hasTrueCondition, isJobFinished } from './job-status.js';
+import { writeStatusIfChanged } from './status-write.js';
 import { WorkQueue } from './work-queue.js';
 
 /**
@@ -273,18 +273,7 @@ export class CronJobController {
   }
 
   private writeStatus(cj: KubeObject, status: Record<string, any>): void {
-    if (canonicalJson(status) === canonicalJson(cj.status ?? {})) return;
-    try {
-      this.registry.update(
-        this.registry.byStorage('cronjobs'),
-        cj.metadata.namespace!,
-        cj.metadata.name!,
-        { ...cj, status },
-        { subresource: 'status' },
-      );
-    } catch (err) {
-      if (!(err instanceof ApiError && err.code === 404)) throw err;
-    }
+    writeStatusIfChanged(this.registry, 'cronjobs', cj, status);
   }
 }
 
