@@ -4,7 +4,8 @@ import { badRequest, unsupportedMediaType } from './status.js';
  * Request bodies in the Kubernetes protobuf encoding (`application/vnd.kubernetes.protobuf`), for the kinds
  * kubectl's typed clients send that way: `kubectl create namespace|configmap|secret|service|serviceaccount`,
  * `kubectl certificate approve|deny`, `kubectl create token`, `kubectl auth whoami|can-i` and
- * `kubectl create role|clusterrole|rolebinding|clusterrolebinding`, `kubectl create deployment`.
+ * `kubectl create role|clusterrole|rolebinding|clusterrolebinding`, `kubectl create deployment`,
+ * `kubectl create job|cronjob`.
  * The envelope is the 4-byte magic `k8s\0` and a runtime.Unknown (typeMeta, raw, contentEncoding,
  * contentType); `raw` is the object's message. The field numbers are those of the upstream Go types'
  * `protobuf` struct tags. A body of another kind is refused (415) with a message that says to send JSON.
@@ -278,6 +279,42 @@ const messages: Record<string, Fields> = {
     3: ['containerPort', 'int'],
     4: ['protocol', 'string'],
   },
+  // batch/v1: `kubectl create job` (also `--from=cronjob/…`, which sends the CronJob's job template) and
+  // `kubectl create cronjob`.
+  Job: {
+    1: ['metadata', { message: 'ObjectMeta' }],
+    2: ['spec', { message: 'JobSpec' }],
+  },
+  JobSpec: {
+    1: ['parallelism', 'int'],
+    2: ['completions', 'int'],
+    3: ['activeDeadlineSeconds', 'int'],
+    4: ['selector', { message: 'LabelSelector' }],
+    5: ['manualSelector', 'bool'],
+    6: ['template', { message: 'PodTemplateSpec' }],
+    7: ['backoffLimit', 'int'],
+    8: ['ttlSecondsAfterFinished', 'int'],
+    9: ['completionMode', 'string'],
+    10: ['suspend', 'bool'],
+  },
+  CronJob: {
+    1: ['metadata', { message: 'ObjectMeta' }],
+    2: ['spec', { message: 'CronJobSpec' }],
+  },
+  CronJobSpec: {
+    1: ['schedule', 'string'],
+    2: ['startingDeadlineSeconds', 'int'],
+    3: ['concurrencyPolicy', 'string'],
+    4: ['suspend', 'bool'],
+    5: ['jobTemplate', { message: 'JobTemplateSpec' }],
+    6: ['successfulJobsHistoryLimit', 'int'],
+    7: ['failedJobsHistoryLimit', 'int'],
+    8: ['timeZone', 'string'],
+  },
+  JobTemplateSpec: {
+    1: ['metadata', { message: 'ObjectMeta' }],
+    2: ['spec', { message: 'JobSpec' }],
+  },
   // `kubectl certificate approve|deny` sends the whole object to the approval subresource.
   CertificateSigningRequest: {
     1: ['metadata', { message: 'ObjectMeta' }],
@@ -371,7 +408,17 @@ function decodeMessage(buf: Buffer, name: string): Record<string, unknown> {
 }
 
 /** Pointer fields whose zero value means something. */
-const keepZero = new Set(['deletionGracePeriodSeconds', 'replicas']);
+const keepZero = new Set([
+  'deletionGracePeriodSeconds',
+  'replicas',
+  'parallelism',
+  'completions',
+  'backoffLimit',
+  'ttlSecondsAfterFinished',
+  'startingDeadlineSeconds',
+  'successfulJobsHistoryLimit',
+  'failedJobsHistoryLimit',
+]);
 
 function readValue(r: Reader, wire: number, kind: Kind, previous: unknown): unknown {
   if (kind === 'string') return r.bytes().toString('utf8');
