@@ -50,8 +50,9 @@ if (kubectl) {
     t.regex(table, /\npi\s+Complete\s+1\/1\s+\d+s\s+\d+s\n/);
     const [pod] = await podsOf('pi');
     t.is(pod.status.phase, 'Succeeded');
+    t.falsy(pod.metadata.finalizers, 'counted, so let go of the job-tracking finalizer');
     const job = JSON.parse(await up.kubectlOk(['get', 'job', 'pi', '-o', 'json']));
-    t.like(job.status, { succeeded: 1, ready: 0, terminating: 0 });
+    t.like(job.status, { succeeded: 1, ready: 0, terminating: 0, uncountedTerminatedPods: {} });
     t.deepEqual(
       job.status.conditions.map((c: any) => c.type),
       ['SuccessCriteriaMet', 'Complete'],

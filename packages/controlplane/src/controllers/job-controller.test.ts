@@ -297,6 +297,7 @@ test('suspend deletes the running pods; resuming starts them again', (t) => {
   controller.sync('default/pause');
   t.is(livePods(registry).length, 2);
   t.deepEqual(conditionTypes(getJob(registry, 'pause')), ['Suspended:JobResumed']);
+  t.is(getJob(registry, 'pause').status.failed, undefined, 'pods deleted by suspension are no failures');
 });
 
 test('ttlSecondsAfterFinished deletes the finished Job, and the garbage collector its pods', async (t) => {
@@ -320,4 +321,42 @@ test('ttlSecondsAfterFinished deletes the finished Job, and the garbage collecto
   await until(() => registry.store.listAll('pods', 'default').length === 0);
   t.falsy(registry.store.get('jobs', 'default', 'short'));
   t.is(registry.store.listAll('pods', 'default').length, 0, 'its pod went with it');
+});
+
+test('tracking finalizer: each finished pod counted once, then let go; a deleted pod counts as failed', (t) => {
+  const { clock, registry, controller } = setup();
+  registry.create(jobs, 'default', job('track', { completions: 2, parallelism: 2 }));
+  controller.sync('default/track');
+  const [a, b] = livePods(registry);
+  t.deepEqual(a!.metadata.finalizers, ['batch.kubernetes.io/job-tracking']);
+  finish(registry, clock, a!, 0);
+  controller.sync('default/track');
+  t.falsy(registry.store.get('pods', 'default', a!.metadata.name!)!.object.metadata.finalizers, 'let go');
+  t.like(getJob(registry, 'track').status, { succeeded: 1, uncountedTerminatedPods: {} });
+  // Gone after it was counted: the count stays.
+  registry.delete(pods, 'default', a!.metadata.name!);
+  controller.sync('default/track');
+  t.is(getJob(registry, 'track').status.succeeded, 1);
+  // A running pod deleted by someone else is a failure, let go, and replaced.
+  registry.delete(pods, 'default', b!.metadata.name!);
+  t.truthy(registry.store.get('pods', 'default', b!.metadata.name!), 'held by the finalizer');
+  controller.sync('default/track');
+  t.falsy(registry.store.get('pods', 'default', b!.metadata.name!), 'let go, so deleted');
+  t.like(getJob(registry, 'track').status, { succeeded: 1, failed: 1, active: 1 });
+});
+
+test('a deleted Job lets go of its pods, so the garbage collector can remove them', async (t) => {
+  const { clock, registry, controller, logger } = setup();
+  const gc = new GarbageCollector(registry, clock, logger);
+  registry.create(jobs, 'default', job('gone', { parallelism: 2, completions: 2 }));
+  controller.start();
+  gc.start();
+  t.teardown(() => {
+    controller.stop();
+    gc.stop();
+  });
+  await until(() => livePods(registry).length === 2);
+  registry.delete(jobs, 'default', 'gone', { propagationPolicy: 'Background' });
+  await until(() => registry.store.listAll('pods', 'default').length === 0);
+  t.is(registry.store.listAll('pods', 'default').length, 0);
 });

@@ -14,6 +14,7 @@ import {
   podIndex,
 } from './job-pods.js';
 import { hasTrueCondition, isJobFinished, reasons, setCondition } from './job-status.js';
+import { countReleased, isTracked, parseIndexes, recordFinished, trackingFinalizer } from './job-tracking.js';
 import { writeStatusIfChanged } from './status-write.js';
 import { WorkQueue } from './work-queue.js';
 
@@ -23,9 +24,8 @@ import { WorkQueue } from './work-queue.js';
  * - Keeps up to `parallelism` pods running while completions remain (Indexed: one pod per index not yet
  *   succeeded, `<job>-<index>-…`); a failed pod is replaced after a backoff on the clock (10 s doubling
  *   to 6 min, counted from the last failure since the last success).
- * - Counts succeeded and failed pods from the pods it owns (they stay until the Job is deleted; it does
- *   not track them with the job-tracking finalizer, so a finished pod deleted by hand drops out of the
- *   counts); `podFailurePolicy` decides whether a failed pod fails the Job, is ignored or counts.
+ * - Counts each finished pod once, through the job-tracking finalizer and `uncountedTerminatedPods`
+ *   (job-tracking.ts); `podFailurePolicy` decides whether a failed pod fails the Job, is ignored or counts.
  * - Outcome: `FailureTarget` (BackoffLimitExceeded, DeadlineExceeded, PodFailurePolicy) or
  *   `SuccessCriteriaMet` (CompletionsReached); then its running pods are deleted, and once none is left,
  *   `Failed` or `Complete` (with completionTime). `suspend` deletes the running pods and resets startTime.
@@ -36,8 +36,12 @@ const kind = 'Job';
 interface Counts {
   active: KubeObject[];
   terminating: number;
+  /** Succeeded pods counted (Indexed: completed indexes). */
   succeeded: number;
   succeededIndexes: Set<number>;
+  /** Failed pods counted. */
+  failedCount: number;
+  /** The failed pods still present, for the backoff. */
   failed: KubeObject[];
   failJob?: string;
   lastSuccess: number;
@@ -46,6 +50,8 @@ interface Counts {
 export class JobController {
   private readonly queue: WorkQueue;
   private readonly unsubscribe: (() => void)[] = [];
+  /** Pods this controller deleted and has not let go yet: not counted as failed. */
+  private readonly deletedHere = new Set<string>();
   /** When a failed pod with no finish time was first seen (its backoff counts from then). */
   private readonly firstSeenFailed = new Map<string, number>();
 
@@ -82,43 +88,61 @@ export class JobController {
   /** One step: moves the Job `namespace/name` towards its outcome and writes its status. */
   sync(key: string): void {
     const [namespace, name] = key.split('/') as [string, string];
-    const job = this.registry.store.get('jobs', namespace, name)?.object;
-    if (!job || isJobFinished(job)) return;
+    let job = this.registry.store.get('jobs', namespace, name)?.object;
+    const owned = (uid: string | undefined) =>
+      this.registry.store
+        .listAll('pods', namespace)
+        .map((s) => s.object)
+        .filter((p) => {
+          const ref = controllerRefOf(p);
+          return ref?.kind === kind && ref.name === name && (uid === undefined || ref.uid === uid);
+        });
+    if (!job || isJobFinished(job) || job.metadata.deletionTimestamp) {
+      // Nothing more to count: every pod of this name that the finalizer holds is let go.
+      this.release(owned(undefined).filter(isTracked));
+      return;
+    }
     const now = this.clock.now();
-    const pods = this.registry.store
-      .listAll('pods', namespace)
-      .map((s) => s.object)
-      .filter((p) => controllerRefOf(p)?.uid === job.metadata.uid);
-    const counts = this.count(job, pods, now);
+    let pods = owned(job.metadata.uid);
     const status: Record<string, any> = structuredClone(job.status ?? {});
-    const spec = job.spec ?? {};
+    const indexes = parseIndexes(status.completedIndexes);
+    const release = recordFinished(job, pods, status, indexes, this.deletedHere);
+    if (job.spec?.completionMode === 'Indexed') this.setIndexes(status, indexes);
+    if (release.length > 0) {
+      writeStatusIfChanged(this.registry, 'jobs', job, status);
+      job = this.registry.store.get('jobs', namespace, name)?.object;
+      if (!job) return;
+      this.release(release);
+      pods = owned(job.metadata.uid);
+    }
+    const stillTracked = new Set(pods.filter(isTracked).map((p) => p.metadata.uid));
+    countReleased(status, (uid) => stillTracked.has(uid));
+    const counts = this.count(job, pods, status, now);
     if (!job.metadata.deletionTimestamp) this.decide(job, status, counts, now);
     this.writeStatus(job, status, counts);
-    const deadline = spec.activeDeadlineSeconds;
+    const deadline = job.spec?.activeDeadlineSeconds;
     const started = Date.parse(status.startTime ?? '');
     if (typeof deadline === 'number' && Number.isFinite(started) && !isJobFinished({ ...job, status })) {
       this.queue.addAfter(key, Math.max(0, started + deadline * 1000 - now));
     }
   }
 
-  private count(job: KubeObject, pods: KubeObject[], now: number): Counts {
-    const completions: number = job.spec?.completions ?? Number.MAX_SAFE_INTEGER;
+  /** Running pods, and the failed pods and last success the backoff is measured from. */
+  private count(job: KubeObject, pods: KubeObject[], status: Record<string, any>, now: number): Counts {
     const indexed = job.spec?.completionMode === 'Indexed';
     const c: Counts = {
       active: [],
       terminating: 0,
       succeeded: 0,
-      succeededIndexes: new Set(),
+      succeededIndexes: parseIndexes(status.completedIndexes),
+      failedCount: status.failed ?? 0,
       failed: [],
       lastSuccess: 0,
     };
+    c.succeeded = indexed ? c.succeededIndexes.size : (status.succeeded ?? 0);
     for (const pod of pods) {
       const phase = pod.status?.phase;
       if (phase === 'Succeeded') {
-        const i = indexed ? podIndex(pod, completions) : undefined;
-        if (indexed && i === undefined) continue;
-        if (i !== undefined) c.succeededIndexes.add(i);
-        else c.succeeded++;
         c.lastSuccess = Math.max(c.lastSuccess, podFinishedAt(pod) ?? 0);
       } else if (phase === 'Failed') {
         const verdict = failurePolicyVerdict(job, pod);
@@ -131,14 +155,37 @@ export class JobController {
       } else if (pod.metadata.deletionTimestamp) c.terminating++;
       else if (isPodActive(pod)) c.active.push(pod);
     }
-    if (indexed) c.succeeded = c.succeededIndexes.size;
     return c;
+  }
+
+  private setIndexes(status: Record<string, any>, indexes: Set<number>): void {
+    const text = formatIndexes(indexes);
+    if (text) status.completedIndexes = text;
+    else delete status.completedIndexes;
+  }
+
+  /** Removes the tracking finalizer from `pods` (a pod being deleted then goes). */
+  private release(pods: KubeObject[]): void {
+    const podType = this.registry.byStorage('pods');
+    for (const pod of pods) {
+      const current = this.registry.store.get('pods', pod.metadata.namespace!, pod.metadata.name!)?.object;
+      this.deletedHere.delete(pod.metadata.uid!);
+      if (!current || !isTracked(current)) continue;
+      const finalizers = (current.metadata.finalizers ?? []).filter((f: string) => f !== trackingFinalizer);
+      const metadata: KubeObject['metadata'] = { ...current.metadata, finalizers };
+      if (finalizers.length === 0) delete metadata.finalizers;
+      try {
+        this.registry.update(podType, pod.metadata.namespace!, pod.metadata.name!, { ...current, metadata });
+      } catch (err) {
+        if (!(err instanceof ApiError && err.code === 404)) throw err;
+      }
+    }
   }
 
   /** Conditions, pod creation and deletion: everything but the counts. */
   private decide(job: KubeObject, status: Record<string, any>, c: Counts, now: number): void {
     const spec = job.spec ?? {};
-    const failed = c.failed.length;
+    const failed = c.failedCount;
     if (!spec.suspend && !status.startTime) status.startTime = rfc3339(now);
     if (!hasTrueCondition(status, 'FailureTarget') && !hasTrueCondition(status, 'SuccessCriteriaMet')) {
       const started = Date.parse(status.startTime ?? '');
@@ -268,6 +315,7 @@ export class JobController {
     const podType = this.registry.byStorage('pods');
     for (const pod of pods) {
       try {
+        this.deletedHere.add(pod.metadata.uid!);
         this.registry.delete(podType, pod.metadata.namespace!, pod.metadata.name!);
         this.events?.record(job, 'Normal', 'SuccessfulDelete', `Deleted pod: ${pod.metadata.name}`);
       } catch (err) {
@@ -277,21 +325,13 @@ export class JobController {
   }
 
   private writeStatus(job: KubeObject, status: Record<string, any>, c: Counts): void {
-    const set = (field: string, n: number) => {
+    for (const field of ['active', 'succeeded', 'failed'] as const) {
+      const n = field === 'active' ? c.active.length : (status[field] ?? 0);
       if (n > 0) status[field] = n;
       else delete status[field];
-    };
-    set('active', c.active.length);
-    set('succeeded', c.succeeded);
-    set('failed', c.failed.length);
+    }
     status.ready = c.active.filter(isPodReady).length;
     status.terminating = c.terminating;
-    status.uncountedTerminatedPods = {};
-    if (job.spec?.completionMode === 'Indexed') {
-      const text = formatIndexes(c.succeededIndexes);
-      if (text) status.completedIndexes = text;
-      else delete status.completedIndexes;
-    }
     writeStatusIfChanged(this.registry, 'jobs', job, status);
   }
 }

@@ -7,6 +7,8 @@ import { podFromTemplate, type OwnerReference } from './pod-control.js';
  * verdict on a failed pod, when a pod finished, and the backoff before a failed pod is replaced.
  */
 export const completionIndexKey = 'batch.kubernetes.io/job-completion-index';
+/** Held on each pod of a Job until the Job has counted it (see job-tracking.ts). */
+export const trackingFinalizer = 'batch.kubernetes.io/job-tracking';
 
 /** The delay before re-creating pods after `failures` failures since the last success: 10 s doubling, 6 min cap. */
 export const podFailureBackoff = { initialMs: 10_000, maxMs: 360_000 };
@@ -38,12 +40,13 @@ export function formatIndexes(indexes: Iterable<number>): string {
 }
 
 /**
- * A pod of `job`: from its template, owned by it; for an Indexed Job named `<job>-<index>-…`, with the
+ * A pod of `job`: from its template, owned by it, held by the tracking finalizer; for an Indexed Job named `<job>-<index>-…`, with the
  * index as annotation, label and `JOB_COMPLETION_INDEX`, and hostname `<job>-<index>`.
  */
 export function jobPod(job: KubeObject, owner: OwnerReference, index?: number): object {
   const name = job.metadata.name!;
   const pod = podFromTemplate(job.spec?.template ?? {}, name, owner) as KubeObject;
+  pod.metadata.finalizers = [...(pod.metadata.finalizers ?? []), trackingFinalizer];
   if (index === undefined) return pod;
   const value = String(index);
   pod.metadata.generateName = `${name}-${value}-`;
