@@ -164,12 +164,12 @@ export function parseCronSchedule(spec: string, zone = 'UTC'): CronSchedule {
     const local = utc + zoneOffset(format, utc);
     return local - (((local % dayMs) + dayMs) % dayMs);
   };
-  const timesOf = (localDay: number): number[] => {
-    const out: number[] = [];
-    for (const h of hourList)
-      for (const m of minuteList) out.push(toUtc(localDay + h * 3_600_000 + m * 60_000));
-    return out;
-  };
+  // A day's times, converted lazily in order (or in reverse): most searches stop at the first or second.
+  function* timesOf(localDay: number, reverse = false): Generator<number> {
+    const hs = reverse ? [...hourList].reverse() : hourList;
+    const ms = reverse ? [...minuteList].reverse() : minuteList;
+    for (const h of hs) for (const m of ms) yield toUtc(localDay + h * 3_600_000 + m * 60_000);
+  }
 
   return {
     next(after) {
@@ -177,8 +177,7 @@ export function parseCronSchedule(spec: string, zone = 'UTC'): CronSchedule {
       for (let i = 0; i <= searchDays; i++) {
         const day = start + i * dayMs;
         if (!dayMatches(day)) continue;
-        const t = timesOf(day).find((x) => x > after);
-        if (t !== undefined) return t;
+        for (const t of timesOf(day)) if (t > after) return t;
       }
       return undefined;
     },
@@ -187,10 +186,7 @@ export function parseCronSchedule(spec: string, zone = 'UTC'): CronSchedule {
       for (let i = 0; i <= searchDays; i++) {
         const day = start - i * dayMs;
         if (!dayMatches(day)) continue;
-        const t = timesOf(day)
-          .filter((x) => x <= at)
-          .pop();
-        if (t !== undefined) return t;
+        for (const t of timesOf(day, true)) if (t <= at) return t;
       }
       return undefined;
     },
