@@ -46,7 +46,8 @@ export function deleteObject(
   if (t.storage === 'namespaces') return deleteNamespace(p, t, obj, current.rev, options);
 
   const grace = t.strategy.gracePeriodSeconds?.(obj, options.gracePeriodSeconds) ?? 0;
-  const orphan = options.propagationPolicy === 'Orphan' && t.storage !== 'pods';
+  const policy = options.propagationPolicy ?? t.defaultPropagationPolicy;
+  const orphan = policy === 'Orphan' && t.storage !== 'pods';
   const finalizers = (obj.metadata.finalizers ?? []).length > 0 || orphan;
   if (grace > 0 || finalizers) {
     // Graceful deletion or finalizers: the object stays, marked, until its node or its finalizers let go.

@@ -103,6 +103,7 @@ export class GarbageCollector {
     }
     try {
       this.registry.delete(this.registry.byStorage(storage), namespace, obj.metadata.name!, {
+        propagationPolicy: 'Background',
         preconditions: { uid: obj.metadata.uid },
       });
     } catch (err) {

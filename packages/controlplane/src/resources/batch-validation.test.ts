@@ -95,7 +95,7 @@ test('CronJobs: defaults, and the schedule, time zone, policy, name and template
   );
 });
 
-test('Jobs: counts, mode, failure policy and what an update may not change', (t) => {
+test('Jobs: counts, mode, failure policy, what an update may not change; delete orphans by default', (t) => {
   const registry = setup();
   const job = (name: string, spec: Record<string, unknown>, template: object = podTemplate) => ({
     apiVersion: 'batch/v1',
@@ -150,4 +150,7 @@ test('Jobs: counts, mode, failure policy and what an update may not change', (t)
     () => registry.update(jobs, 'default', 'ok', { ...object, spec: { ...object.spec, completions: 3 } }),
     /spec\.completions: Invalid value: 3: field is immutable/,
   );
+  // A DELETE that names no propagation orphans a batch/v1 Job's pods, as upstream (kubectl asks Background).
+  registry.delete(jobs, 'default', 'ok');
+  t.deepEqual(registry.store.get('jobs', 'default', 'ok')?.object.metadata.finalizers, ['orphan']);
 });

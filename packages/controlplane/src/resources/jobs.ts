@@ -74,6 +74,7 @@ export const jobs: ResourceType = {
   model: 'V1Job',
   storage: 'jobs',
   statusSubresource: true,
+  defaultPropagationPolicy: 'Orphan',
   columns: [
     nameColumn,
     { name: 'Status', type: 'string', description: 'Status of the job.', priority: 0 },
