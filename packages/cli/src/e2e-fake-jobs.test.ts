@@ -136,6 +136,47 @@ if (kubectl) {
           intervalMs: 250,
         },
       );
+      // A template with more than kubectl's flags can set comes through whole.
+      const detailed = {
+        apiVersion: 'batch/v1',
+        kind: 'CronJob',
+        metadata: { name: 'detailed' },
+        spec: {
+          schedule: '@daily',
+          timeZone: 'Europe/Paris',
+          jobTemplate: {
+            spec: {
+              backoffLimit: 0,
+              template: {
+                spec: {
+                  restartPolicy: 'Never',
+                  nodeSelector: { disk: 'ssd' },
+                  containers: [
+                    {
+                      name: 'c',
+                      image: 'busybox',
+                      env: [{ name: 'MODE', value: 'full' }],
+                      resources: { requests: { cpu: '100m' }, limits: { memory: '64Mi' } },
+                      workingDir: '/work',
+                    },
+                  ],
+                },
+              },
+            },
+          },
+        },
+      };
+      await up.kubectlOk(['apply', '-f', '-'], JSON.stringify(detailed));
+      await up.kubectlOk(['create', 'job', 'detailed-manual', '--from=cronjob/detailed']);
+      const copy = JSON.parse(await up.kubectlOk(['get', 'job', 'detailed-manual', '-o', 'json']));
+      t.is(copy.spec.backoffLimit, 0);
+      t.deepEqual(copy.spec.template.spec.nodeSelector, { disk: 'ssd' });
+      t.like(copy.spec.template.spec.containers[0], {
+        env: [{ name: 'MODE', value: 'full' }],
+        resources: { requests: { cpu: '100m' }, limits: { memory: '64Mi' } },
+        workingDir: '/work',
+      });
+      await up.kubectlOk(['delete', 'cronjob', 'detailed']);
       t.regex(await up.kubectlOk(['delete', 'cronjob', 'nightly']), /cronjob.batch "nightly" deleted/);
       await pollUntil(
         "the CronJob's Job and pod gone with it",

@@ -1,4 +1,5 @@
 import { badRequest, unsupportedMediaType } from './status.js';
+import { podTemplateMessages } from './protobuf-pod-template.js';
 
 /**
  * Request bodies in the Kubernetes protobuf encoding (`application/vnd.kubernetes.protobuf`), for the kinds
@@ -11,7 +12,7 @@ import { badRequest, unsupportedMediaType } from './status.js';
  * `protobuf` struct tags. A body of another kind is refused (415) with a message that says to send JSON.
  * Responses are always JSON, which these clients accept.
  */
-type Kind =
+export type Kind =
   | 'string'
   | 'bytes'
   | 'int'
@@ -19,10 +20,12 @@ type Kind =
   | 'time'
   | 'intOrString'
   | { message: string }
-  | { map: 'string' | 'bytes' }
+  | { map: 'string' | 'bytes' | 'quantity' }
+  /** An embedded Go struct: its fields are the parent's in JSON. */
+  | { inline: string }
   | { repeated: 'string' | { message: string } };
 
-type Fields = Record<number, [string, Kind]>;
+export type Fields = Record<number, [string, Kind]>;
 
 const objectReference: Fields = {
   1: ['kind', 'string'],
@@ -35,6 +38,7 @@ const objectReference: Fields = {
 };
 
 const messages: Record<string, Fields> = {
+  ...podTemplateMessages,
   TypeMeta: { 1: ['apiVersion', 'string'], 2: ['kind', 'string'] },
   ObjectMeta: {
     1: ['name', 'string'],
@@ -258,27 +262,6 @@ const messages: Record<string, Fields> = {
     1: ['maxUnavailable', 'intOrString'],
     2: ['maxSurge', 'intOrString'],
   },
-  PodTemplateSpec: {
-    1: ['metadata', { message: 'ObjectMeta' }],
-    2: ['spec', { message: 'PodSpec' }],
-  },
-  PodSpec: {
-    2: ['containers', { repeated: { message: 'Container' } }],
-    3: ['restartPolicy', 'string'],
-  },
-  Container: {
-    1: ['name', 'string'],
-    2: ['image', 'string'],
-    3: ['command', { repeated: 'string' }],
-    4: ['args', { repeated: 'string' }],
-    6: ['ports', { repeated: { message: 'ContainerPort' } }],
-  },
-  ContainerPort: {
-    1: ['name', 'string'],
-    2: ['hostPort', 'int'],
-    3: ['containerPort', 'int'],
-    4: ['protocol', 'string'],
-  },
   // batch/v1: `kubectl create job` (also `--from=cronjob/…`, which sends the CronJob's job template) and
   // `kubectl create cronjob`.
   Job: {
@@ -398,14 +381,21 @@ function decodeMessage(buf: Buffer, name: string): Record<string, unknown> {
       continue;
     }
     const [json, kind] = spec;
+    if (typeof kind === 'object' && 'inline' in kind) {
+      Object.assign(out, decodeMessage(r.bytes(), kind.inline));
+      continue;
+    }
     const value = readValue(r, wire, kind, out[json]);
     // Go writes zero values of non-pointer fields; JSON omits them (omitempty): so does this.
     if ((value === '' || value === 0) && !keepZero.has(json)) continue;
-    if (value === false && json === 'publishNotReadyAddresses') continue;
+    if (value === false && dropFalse.has(json)) continue;
     out[json] = value;
   }
   return out;
 }
+
+/** Non-pointer booleans: Go writes false, JSON omits it. */
+const dropFalse = new Set(['publishNotReadyAddresses', 'readOnly', 'hostNetwork']);
 
 /** Pointer fields whose zero value means something. */
 const keepZero = new Set([
@@ -418,6 +408,8 @@ const keepZero = new Set([
   'startingDeadlineSeconds',
   'successfulJobsHistoryLimit',
   'failedJobsHistoryLimit',
+  'terminationGracePeriodSeconds',
+  'tolerationSeconds',
 ]);
 
 function readValue(r: Reader, wire: number, kind: Kind, previous: unknown): unknown {
@@ -459,12 +451,12 @@ function readValue(r: Reader, wire: number, kind: Kind, previous: unknown): unkn
     while (!entry.done) {
       const key = entry.varint();
       if (key >> 3 === 1) k = entry.bytes().toString('utf8');
-      else if (key >> 3 === 2)
-        v = kind.map === 'bytes' ? entry.bytes().toString('base64') : entry.bytes().toString('utf8');
+      else if (key >> 3 === 2) v = mapValue(entry.bytes(), kind.map);
       else entry.skip(key & 7);
     }
     return { ...((previous as Record<string, string>) ?? {}), [k]: v };
   }
+  if ('inline' in kind) return decodeMessage(r.bytes(), kind.inline); // merged by the caller
   const list = Array.isArray(previous) ? previous : [];
   if (kind.repeated === 'string') {
     if (wire !== 2) throw badRequest('protobuf repeated string must be length-delimited');
@@ -473,6 +465,20 @@ function readValue(r: Reader, wire: number, kind: Kind, previous: unknown): unkn
     list.push(decodeMessage(r.bytes(), kind.repeated.message));
   }
   return list;
+}
+
+/** A map entry's value: text, bytes (base64 in JSON), or a resource.Quantity (its string, field 1). */
+function mapValue(raw: Buffer, kind: 'string' | 'bytes' | 'quantity'): string {
+  if (kind === 'bytes') return raw.toString('base64');
+  if (kind === 'string') return raw.toString('utf8');
+  const q = new Reader(raw);
+  let text = '';
+  while (!q.done) {
+    const key = q.varint();
+    if (key >> 3 === 1) text = q.bytes().toString('utf8');
+    else q.skip(key & 7);
+  }
+  return text;
 }
 
 /** A Kubernetes protobuf body as the JSON object it encodes. */
