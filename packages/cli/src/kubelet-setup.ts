@@ -235,6 +235,16 @@ export function resolveKubeletSetup(flags: KubeletFlags, env: SetupEnv): Kubelet
   // Simulated pods get their secret and token volumes as 0700 directories: no tmpfs mounted on the host
   // for pods that do not exist (every pod has one once admission adds kube-api-access).
   if (runtime.name === 'fake') kubelet.tmpfsVolumes = false;
+  // Pod cgroups (cgroupsPerQOS, upstream's default) on a real runtime; simulated pods have none.
+  if (runtime.name !== 'fake' && kc.cgroupsPerQOS !== false) {
+    kubelet.cgroups = {
+      driver: kc.cgroupDriver ?? 'cgroupfs',
+      root: kc.cgroupRoot ?? '/',
+      enforceNodeAllocatable: kc.enforceNodeAllocatable ?? ['pods'],
+      ...(kc.podPidsLimit !== undefined ? { podPidsLimit: kc.podPidsLimit } : {}),
+      ...(kc.cpuCFSQuota !== undefined ? { cpuCFSQuota: kc.cpuCFSQuota } : {}),
+    };
+  }
   const apiServer = apiServerOptions(flags, fromCwd, kc);
   if (apiServer) kubelet.apiServer = apiServer;
   kubelet.server = serverConfig(flags, fromCwd, kc, config?.kubeletPath, kubelet.rootDir);

@@ -10,6 +10,7 @@ export function kubeletConfigSetup(
   t: { teardown: (fn: () => void) => void },
   fields: string,
   sink = new MemorySink(),
+  flags: Omit<Parameters<typeof resolveKubeletSetup>[0], 'config'> = {},
 ) {
   const dir = mkdtempSync(join(tmpdir(), 'nodelet-cli-kubelet-config-'));
   t.teardown(() => rmSync(dir, { recursive: true, force: true }));
@@ -23,5 +24,5 @@ export function kubeletConfigSetup(
     ipv4: ['192.0.2.7'],
     logger: createLogger({ sink: sink.sink }),
   };
-  return { dir, file, setup: () => resolveKubeletSetup({ config: file }, env) };
+  return { dir, file, setup: () => resolveKubeletSetup({ ...flags, config: file }, env) };
 }

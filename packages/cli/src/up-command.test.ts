@@ -313,6 +313,22 @@ test('nodelet up refuses an unknown authorization mode before it starts anything
   t.false(existsSync(join(dir, 'state.db')), 'nothing was started');
 });
 
+test('nodelet up --cluster-cidr: an IPv4 CIDR of /8 to /24 (nodes get a /24 each), else one line naming the flag', (t) => {
+  t.is(parseUpArgs([]).flags.clusterCidr, undefined, 'the control plane defaults it: 10.244.0.0/16');
+  t.is(parseUpArgs(['--cluster-cidr', '10.32.0.0/12']).flags.clusterCidr, '10.32.0.0/12');
+  t.is(parseUpArgs(['--nodes', '256']).flags.nodes, 256, 'the default range holds 256 node CIDRs');
+  t.throws(() => parseUpArgs(['--nodes', '300']), {
+    message:
+      'flag --nodes 300 needs a /24 pod CIDR per node, but --cluster-cidr 10.244.0.0/16 holds 256; give a larger range, e.g. --cluster-cidr 10.0.0.0/15',
+  });
+  t.is(parseUpArgs(['--nodes', '1000', '--cluster-cidr', '10.0.0.0/14']).flags.nodes, 1000);
+  for (const bad of ['10.244.0.0', '10.244.0.0/25', '300.1.0.0/16', 'fd00::/48', 'pods']) {
+    t.throws(() => parseUpArgs(['--cluster-cidr', bad]), {
+      message: `flag --cluster-cidr must be an IPv4 CIDR with a prefix from /8 to /24 (each node gets a /24 of it), such as 10.244.0.0/16, got ${JSON.stringify(bad)}`,
+    });
+  }
+});
+
 test('nodelet up takes the API server request limits, as kube-apiserver spells them', (t) => {
   const flags = parseUpArgs([
     '--request-timeout',

@@ -26,6 +26,9 @@ Flags:
   --nodes N           simulated nodes on the fake runtime (default 1)
   --hostname-override NAME
                       name of the node, or of nodes NAME-1..NAME-N (default: the hostname)
+  --cluster-cidr CIDR pod IPs of the cluster: each node gets the next /24 of it in spec.podCIDR, its
+                      pods' IPs on the fake runtime (kube-controller-manager's flag; default 10.244.0.0/16,
+                      256 nodes)
   --proxy-mode MODE   the proxy: iptables | nftables | ipvs | userspace | none (default: as root,
                       iptables if installed, else nftables if nft is, else userspace; userspace
                       without root; none runs no proxy)
@@ -81,6 +84,7 @@ const options = {
   runtime: { type: 'string' },
   nodes: { type: 'string' },
   'hostname-override': { type: 'string' },
+  'cluster-cidr': { type: 'string' },
   'proxy-mode': { type: 'string' },
   config: { type: 'string' },
   'token-auth-file': { type: 'string' },
@@ -103,6 +107,8 @@ export interface UpFlags {
   runtime: 'fake' | 'containerd';
   nodes: number;
   hostnameOverride?: string;
+  /** kube-controller-manager's --cluster-cidr: node pod CIDRs (/24 each) are cut from it. */
+  clusterCidr?: string;
   /** Undefined: from --config, else iptables as root and userspace otherwise. */
   proxyMode?: string;
   config?: string;
@@ -153,6 +159,20 @@ export function parseUpArgs(args: readonly string[]): { help: boolean; flags: Up
       `flag --address must be an IP address of this machine (e.g. 127.0.0.1, 0.0.0.0 or the CNI bridge's 10.88.0.1), got ${JSON.stringify(values.address)}`,
     );
   }
+  const clusterCidr = values['cluster-cidr']?.trim();
+  if (clusterCidr !== undefined && !isClusterCidr(clusterCidr)) {
+    throw new CliError(
+      `flag --cluster-cidr must be an IPv4 CIDR with a prefix from /8 to /24 (each node gets a /24 of it), such as 10.244.0.0/16, got ${JSON.stringify(values['cluster-cidr'])}`,
+    );
+  }
+  // One /24 per node: more nodes than the range holds would share pod IPs.
+  const nodeCidrs = 2 ** (24 - Number((clusterCidr ?? '10.244.0.0/16').split('/')[1]));
+  if (nodes > nodeCidrs) {
+    const prefix = 24 - Math.ceil(Math.log2(nodes));
+    throw new CliError(
+      `flag --nodes ${nodes} needs a /24 pod CIDR per node, but --cluster-cidr ${clusterCidr ?? '10.244.0.0/16'} holds ${nodeCidrs}; give a larger range, e.g. --cluster-cidr 10.0.0.0/${prefix}`,
+    );
+  }
   const users = (values.user ?? []).map((spec) => {
     const m = /^([A-Za-z0-9:._@-]+)=([A-Za-z0-9:._-]+)$/.exec(spec);
     if (!m) {
@@ -191,6 +211,7 @@ export function parseUpArgs(args: readonly string[]): { help: boolean; flags: Up
       runtime,
       nodes,
       hostnameOverride,
+      ...(clusterCidr !== undefined ? { clusterCidr } : {}),
       ...(values['proxy-mode'] !== undefined ? { proxyMode: values['proxy-mode'] } : {}),
       ...(values.config !== undefined ? { config: resolve(values.config) } : {}),
       ...(values['token-auth-file'] !== undefined
@@ -213,6 +234,13 @@ export function parseUpArgs(args: readonly string[]): { help: boolean; flags: Up
       v: intFlag('v', values.v?.replace(/^=/, ''), 0, 10) ?? 0,
     },
   };
+}
+
+/** An IPv4 CIDR that holds at least one /24 node CIDR. */
+function isClusterCidr(text: string): boolean {
+  const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(text);
+  if (!m || m.slice(1, 5).some((o) => Number(o) > 255)) return false;
+  return Number(m[5]) >= 8 && Number(m[5]) <= 24;
 }
 
 /**
@@ -258,6 +286,7 @@ export async function runUp(
       dataDir: flags.dataDir,
       port: flags.port,
       bindAddress: flags.address,
+      ...(flags.clusterCidr ? { clusterCidr: flags.clusterCidr } : {}),
       ...(flags.tokenAuthFile ? { tokenAuthFile: flags.tokenAuthFile } : {}),
       ...(flags.authorizationModes ? { authorizationModes: flags.authorizationModes } : {}),
       ...(flags.encryptionProviderConfig ? { encryptionProviderConfig: flags.encryptionProviderConfig } : {}),

@@ -22,8 +22,12 @@ export interface ControlPlaneOptions {
   serviceClusterIPRange?: string;
   /** NodePort range (default 30000-32767). */
   serviceNodePortRange?: string;
+  /** Pod IPs of the cluster, cut into one node CIDR per Node (kube-controller-manager's --cluster-cidr; default 10.244.0.0/16). */
+  clusterCidr?: string;
+  /** The prefix length of each Node's pod CIDR (--node-cidr-mask-size; default 24). */
+  nodeCidrMaskSize?: number;
   /** Run the in-process controllers (default true). */
-  controllers?: { scheduler?: boolean; endpointSlices?: boolean; workloads?: boolean };
+  controllers?: { scheduler?: boolean; endpointSlices?: boolean; workloads?: boolean; nodeIpam?: boolean };
   /** Every `intervalMs`, history older than the newest `retainRevisions` revisions is compacted. */
   compaction?: { intervalMs?: number; retainRevisions?: number };
   /** How long Events live (default 1 h). */

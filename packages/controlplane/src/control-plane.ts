@@ -12,6 +12,8 @@ import { EventRecorder } from './controllers/event-recorder.js';
 import { EndpointSliceController } from './controllers/endpointslice-controller.js';
 import { NamespaceController } from './controllers/namespace-controller.js';
 import { Scheduler } from './controllers/scheduler.js';
+import { NodeIpamController } from './controllers/node-ipam-controller.js';
+import { defaultClusterCidr, defaultNodeCidrMaskSize, NodeCidrSet } from './controllers/node-cidr-set.js';
 import { ReplicaSetController } from './controllers/replicaset-controller.js';
 import { DeploymentController } from './controllers/deployment-controller.js';
 import { GarbageCollector } from './controllers/garbage-collector.js';
@@ -65,6 +67,7 @@ export class ControlPlane {
   private metrics?: ResourceMetrics;
   private readonly logProviders = new Map<string, PodLogProvider>();
   private readonly allocator: ServiceAllocator;
+  private readonly nodeCidrs: NodeCidrSet;
   private readonly types: ResourceType[];
   private serverUrl = '';
   private housekeeping: Loop[] = [];
@@ -83,6 +86,10 @@ export class ControlPlane {
       parsePortRange(options.serviceNodePortRange ?? '30000-32767'),
     );
     this.types = servedResources(this.allocator);
+    this.nodeCidrs = new NodeCidrSet(
+      options.clusterCidr ?? defaultClusterCidr,
+      options.nodeCidrMaskSize ?? defaultNodeCidrMaskSize,
+    );
   }
 
   /** `https://127.0.0.1:<port>`, once started. */
@@ -267,6 +274,17 @@ export class ControlPlane {
         'default-scheduler',
       );
       this.controllers.push(new Scheduler(registry, o.clock, logger.child('scheduler'), schedulerEvents));
+    }
+    if (o.controllers?.nodeIpam !== false) {
+      const ipamEvents = new EventRecorder(registry, o.clock, logger.child('events'), 'node-ipam-controller');
+      const ipam = new NodeIpamController(
+        registry,
+        this.nodeCidrs,
+        o.clock,
+        logger.child('node-ipam'),
+        ipamEvents,
+      );
+      this.controllers.push(ipam);
     }
     if (o.controllers?.endpointSlices !== false) {
       this.controllers.push(

@@ -21,6 +21,9 @@ export interface ControlPlanePluginConfig {
   bindAddress: string;
   serviceClusterIPRange: string;
   serviceNodePortRange: string;
+  /** kube-controller-manager's --cluster-cidr and --node-cidr-mask-size: each Node's spec.podCIDR. */
+  clusterCidr: string;
+  nodeCidrMaskSize: number;
   scheduler: boolean;
   endpointSliceController: boolean;
   /** Every compactionIntervalSeconds, history older than the newest retainRevisions revisions is folded. */
@@ -54,6 +57,8 @@ export const controlPlaneConfigSchema = {
     bindAddress: { type: 'string', default: '127.0.0.1' },
     serviceClusterIPRange: { type: 'string', default: '10.96.0.0/12' },
     serviceNodePortRange: { type: 'string', default: '30000-32767' },
+    clusterCidr: { type: 'string', default: '10.244.0.0/16' },
+    nodeCidrMaskSize: { type: 'integer', minimum: 8, maximum: 30, default: 24 },
     scheduler: { type: 'boolean', default: true },
     endpointSliceController: { type: 'boolean', default: true },
     compactionIntervalSeconds: { type: 'integer', minimum: 1, default: 300 },
@@ -95,6 +100,8 @@ export const controlPlanePlugin = definePlugin<ControlPlanePluginConfig>({
       bindAddress: c.bindAddress,
       serviceClusterIPRange: c.serviceClusterIPRange,
       serviceNodePortRange: c.serviceNodePortRange,
+      clusterCidr: c.clusterCidr,
+      nodeCidrMaskSize: c.nodeCidrMaskSize,
       controllers: { scheduler: c.scheduler, endpointSlices: c.endpointSliceController },
       compaction: { intervalMs: c.compactionIntervalSeconds * 1000, retainRevisions: c.retainRevisions },
       synchronous: c.synchronous,

@@ -34,6 +34,15 @@ export interface KubeletConfigValues {
   evictionHard?: EvictionThreshold[];
   /** Unsafe (namespaced) sysctls pods may set; `prefix*` patterns. */
   allowedUnsafeSysctls?: string[];
+  /** The kubepods / QoS / pod cgroups (default true on a real runtime). */
+  cgroupsPerQOS?: boolean;
+  cgroupDriver?: 'cgroupfs' | 'systemd';
+  /** Where kubepods goes (default `/`). */
+  cgroupRoot?: string;
+  /** `pods` limits kubepods to node allocatable (default [pods]); `none` enforces nothing. */
+  enforceNodeAllocatable?: string[];
+  podPidsLimit?: number;
+  cpuCFSQuota?: boolean;
   containerRuntimeEndpoint?: string;
   imageServiceEndpoint?: string;
   runtimeRequestTimeoutMs?: number;
@@ -190,6 +199,23 @@ const implemented: Record<string, Reader> = {
     new SysctlAllowlist(v as string[]); // refuses, by name, one the kernel does not namespace
     o.allowedUnsafeSysctls = v as string[];
   },
+  cgroupsPerQOS: (v, f, o) => (o.cgroupsPerQOS = bool(f, v)),
+  cgroupDriver: (v, f, o) => {
+    const driver = str(f, v);
+    if (driver !== 'cgroupfs' && driver !== 'systemd')
+      throw new Error(
+        `field "${f}" must be cgroupfs or systemd, as the container runtime's; got "${driver}"`,
+      );
+    o.cgroupDriver = driver;
+  },
+  cgroupRoot: (v, f, o) => {
+    const root = str(f, v);
+    if (!root.startsWith('/')) throw new Error(`field "${f}" must be an absolute cgroup path such as "/"`);
+    o.cgroupRoot = root;
+  },
+  enforceNodeAllocatable: (v, f, o) => (o.enforceNodeAllocatable = enforcement(v, f)),
+  podPidsLimit: (v, f, o) => (o.podPidsLimit = int(f, v, -1, 4_194_304)),
+  cpuCFSQuota: (v, f, o) => (o.cpuCFSQuota = bool(f, v)),
   enableServer: (v, f, o) => (o.enableServer = bool(f, v)),
   port: (v, f, o) => (o.port = int(f, v, 0, 65535)),
   tlsCertFile: (v, f, o, base) => (o.tlsCertFile = resolve(base, str(f, v))),
@@ -249,9 +275,6 @@ const notYetImplemented = new Set([
   'volumeStatsAggPeriod',
   'kubeletCgroups',
   'systemCgroups',
-  'cgroupRoot',
-  'cgroupsPerQOS',
-  'cgroupDriver',
   'cpuManagerPolicy',
   'cpuManagerPolicyOptions',
   'cpuManagerReconcilePeriod',
@@ -262,9 +285,7 @@ const notYetImplemented = new Set([
   'qosReserved',
   'hairpinMode',
   'podCIDR',
-  'podPidsLimit',
   'runOnce',
-  'cpuCFSQuota',
   'cpuCFSQuotaPeriod',
   'nodeStatusMaxImages',
   'maxOpenFiles',
@@ -294,7 +315,6 @@ const notYetImplemented = new Set([
   'showHiddenMetricsForVersion',
   'systemReservedCgroup',
   'kubeReservedCgroup',
-  'enforceNodeAllocatable',
   'volumePluginDir',
   'providerID',
   'kernelMemcgNotification',
@@ -322,6 +342,31 @@ const notYetImplemented = new Set([
   'singleProcessOOMKill',
   'staticPodURLHeader',
 ]);
+
+/**
+ * `enforceNodeAllocatable` (upstream's validation): `pods`, `system-reserved`, `kube-reserved`, or
+ * `none` alone. Only `pods` is enforced by nodelet: the other two need their own cgroups
+ * (`systemReservedCgroup`, `kubeReservedCgroup`), which it does not manage yet.
+ */
+function enforcement(v: unknown, field: string): string[] {
+  if (!Array.isArray(v) || v.some((x) => typeof x !== 'string'))
+    throw new Error(`field "${field}" must be a list such as [pods]`);
+  const list = v as string[];
+  for (const key of list) {
+    if (key === 'system-reserved' || key === 'kube-reserved') {
+      throw new Error(
+        `field "${field}": "${key}" needs ${key === 'system-reserved' ? 'systemReservedCgroup' : 'kubeReservedCgroup'}, which nodelet does not manage yet; use [pods]`,
+      );
+    }
+    if (key !== 'pods' && key !== 'none')
+      throw new Error(
+        `field "${field}": unknown option "${key}" (pods, system-reserved, kube-reserved or none)`,
+      );
+  }
+  if (list.includes('none') && list.length > 1)
+    throw new Error(`field "${field}": "none" cannot be combined with other options`);
+  return list.filter((k) => k !== 'none');
+}
 
 /** A mapping of strings (`cpu: 500m`). */
 function stringMap(v: unknown, field: string): Record<string, string> {

@@ -297,6 +297,24 @@ test('pods deleted while the kubelet was down are cleaned up once the sources we
   await second.stop();
 });
 
+test('a pod already deleted in its source when the kubelet first sees it (a restart mid-kill) is terminated, never started', async (t) => {
+  const h = await startHarness();
+  const sandboxes: string[] = [];
+  const run = h.runtime.runPodSandbox.bind(h.runtime);
+  h.runtime.runPodSandbox = async (req: Parameters<typeof run>[0]) => {
+    sandboxes.push(req.config!.metadata!.name);
+    return run(req);
+  };
+  const deleted = makePod('leaving', {});
+  deleted.metadata!.deletionTimestamp = new Date(h.clock.now()).toISOString();
+  deleted.metadata!.deletionGracePeriodSeconds = 2;
+  h.source.set([deleted, makePod('staying', {})]);
+  await h.clock.advance(10_000);
+  t.deepEqual(sandboxes, ['staying'], 'only the pod that is not being deleted got a sandbox');
+  t.is(h.kubelet.podList().items.filter((p) => p.metadata?.name === 'leaving').length, 0);
+  await h.kubelet.stop();
+});
+
 test('container IDs name the runtime as its CRI Version does: <runtimeName>://<id> (the fake runtime is nodelet-fake)', async (t) => {
   const h = await startHarness();
   h.source.set([makePod('job', { restartPolicy: 'Never' }, { [`${B}main`]: 'exitAfter=5s,exitCode=0' })]);

@@ -9,6 +9,7 @@ import { admissionNode, type AdmissionNode, PodAdmission, rejectedStatus } from 
 import { type ApiServerOptions, NodeAgent } from './apiserver/index.js';
 import { allocatableOf, hostResources } from './apiserver/node-status.js';
 import { type ReservationConfig, validateNodeAllocatable } from './cm/node-allocatable.js';
+import { type CgroupsConfig, ContainerManager } from './cm/container-manager.js';
 import { FileSource, PodConfig, type PodSource, UrlSource } from './config/index.js';
 import { Housekeeping } from './housekeeping.js';
 import { ImagePuller } from './image-puller.js';
@@ -73,6 +74,11 @@ export interface KubeletOptions extends PodNetworkSettings {
    * thresholds (`evictionHard`; default: upstream's). A reservation above capacity stops the kubelet.
    */
   reservation?: ReservationConfig;
+  /**
+   * `cgroupsPerQOS`: the kubepods / QoS / pod cgroup hierarchy on this host, each pod's cgroup the
+   * sandbox's cgroup parent. Absent: no cgroups of the kubelet's own (simulated nodes, cgroupsPerQOS false).
+   */
+  cgroups?: CgroupsConfig;
   /** RuntimeDefault seccomp for containers that ask for no profile (`seccompDefault`, default off). */
   seccompDefault?: boolean;
   /** Unsafe sysctls pods may set (`allowedUnsafeSysctls`; `prefix*` patterns); namespaced ones only. */
@@ -118,6 +124,8 @@ export class Kubelet {
   readonly volumes: VolumeManager;
   /** Pods' hostnames, DNS config and /etc/hosts. */
   readonly network: PodNetwork;
+  /** The pod cgroups (cgroupsPerQOS); absent for simulated nodes. */
+  readonly containerManager?: ContainerManager;
   private readonly podSync: PodSync;
   private readonly admission: PodAdmission;
   private readonly sysctls: SysctlAllowlist;
@@ -171,7 +179,16 @@ export class Kubelet {
       logger: this.logger.child('dns'),
       bus,
     });
+    if (options.cgroups) {
+      this.containerManager = new ContainerManager(options.cgroups, {
+        logger: this.logger.child('cm'),
+        capacity: options.apiServer?.capacity ?? hostResources({ rootDir: options.rootDir }).capacity,
+        ...(options.reservation ? { reservation: options.reservation } : {}),
+      });
+    }
+    const cgroups = this.containerManager;
     this.kubeRuntime = new KubeRuntime(runtime, puller, this.volumes, {
+      ...(cgroups ? { cgroupParent: (pod: Pod) => cgroups.cgroupParent(pod) } : {}),
       objects: this.objects,
       services: this.podObjects.services,
       allocatable: () => this.admissionNode().allocatable,
@@ -212,6 +229,7 @@ export class Kubelet {
       podManager: this.podManager,
       logger: this.logger,
       hostIP: options.hostIP,
+      ...(cgroups ? { podCgroups: cgroups } : {}),
     });
     this.workers = new PodWorkers(this.podSync, clock, this.logger.child('pod-workers'), {
       resyncIntervalMs: options.syncFrequencyMs ?? 60_000,
@@ -273,6 +291,7 @@ export class Kubelet {
 
   async start(): Promise<void> {
     const { bus, clock } = this.deps;
+    await this.containerManager?.start();
     const handler = new KubeletSyncHandler({
       podManager: this.podManager,
       workers: this.workers,

@@ -31,6 +31,8 @@ export interface PodSyncDeps {
   hostIP: string;
   /** Overrides the prober manager's verdicts in syncPod (tests). */
   probes?: ProbeVerdicts;
+  /** The pods' cgroups (cgroupsPerQOS): made before a pod's sandbox, removed after it. */
+  podCgroups?: { ensure(pod: Pod): Promise<void>; remove(pod: Pod): Promise<void> };
 }
 
 /**
@@ -106,6 +108,8 @@ export class PodSync implements PodSyncer {
       ? undefined
       : activeDeadlineLeftMs(pod, previous?.startTime, this.deps.clock.now());
     if (deadlineLeftMs !== undefined && deadlineLeftMs <= 0) return this.failPastDeadline(pod);
+    // Its cgroup first: the sandbox is created inside it (upstream SyncPod's pcm.EnsureExists).
+    if (!finished) await this.deps.podCgroups?.ensure(pod);
     // A pod the runtime is known to hold nothing for (a new pod) needs no listing.
     const before = this.deps.runtimeCache.knownEmpty(uid)
       ? emptyRuntimePodStatus(uid, name, namespace)
@@ -174,6 +178,7 @@ export class PodSync implements PodSyncer {
     const { uid, name, namespace } = identity(pod);
     const status = await this.deps.kubeRuntime.getPodStatus(uid, name, namespace);
     await this.deps.kubeRuntime.removePod(pod, status);
+    await this.deps.podCgroups?.remove(pod);
   }
 
   podTerminated(pod: Pod): void {

@@ -82,12 +82,20 @@ export class PodWorkers {
     this.errorBackoffMs = options.errorBackoffMs ?? 10_000;
   }
 
-  /** A new or changed desired pod: sync it (unless it is already being terminated). */
+  /**
+   * A new or changed desired pod: sync it (unless it is already being terminated). A pod deleted in its
+   * source (`deletionTimestamp`) is terminated, never synced: a kubelet that restarts while such a pod
+   * was being killed finishes the kill instead of starting the pod again (upstream UpdatePod).
+   */
   updatePod(pod: Pod): void {
     const uid = pod.metadata!.uid!;
     let w = this.workers.get(uid);
     if (!w) {
       w = { pod, phase: 'sync', pending: false, mustSync: false, running: false, blocked: false };
+      if (pod.metadata?.deletionTimestamp) {
+        w.phase = 'terminating';
+        w.gracePeriodSeconds = pod.metadata.deletionGracePeriodSeconds ?? undefined;
+      }
       this.workers.set(uid, w);
       const owner = this.activeByFullName.get(fullName(pod));
       if (owner && owner !== uid && this.workers.has(owner)) w.blocked = true;

@@ -135,8 +135,34 @@ spec:
       throw new Error(`refusing to connect: the rules for ${clusterIP}:80 send it to ${JSON.stringify(now)}`);
     }
     const pages: string[] = [];
-    for (let i = 0; i < count; i++) pages.push((await httpGet(clusterIP, 80, '/', 3000)).body.trim());
+    for (let i = 0; i < count; i++) {
+      try {
+        pages.push((await httpGet(clusterIP, 80, '/', 3000)).body.trim());
+      } catch (err) {
+        throw new Error(
+          `${(err as Error).message} (GET ${i + 1} of ${count})\n${await whyNoAnswer(clusterIP, now)}`,
+        );
+      }
+    }
     return pages;
+  }
+
+  /** What a failed GET leaves to read: each target asked directly, the rules and conntrack for the ClusterIP. */
+  async function whyNoAnswer(clusterIP: string, targetsNow: string[]): Promise<string> {
+    const lines: string[] = [];
+    for (const target of targetsNow) {
+      const [ip, port] = target.split(':');
+      const direct = await httpGet(ip!, Number(port), '/', 2000).then(
+        (r) => `answers ${r.status} ${r.body.trim()}`,
+        (e: Error) => e.message,
+      );
+      lines.push(`direct GET of ${target}: ${direct}`);
+    }
+    const rules = (await natRules()).split('\n').filter((l) => /KUBE|CNI|^\*|^:/.test(l));
+    lines.push('nat rules (both back ends):', ...rules);
+    const conntrack = await run(undefined, 'grep', ['-a', clusterIP, '/proc/net/nf_conntrack']);
+    lines.push('conntrack:', conntrack.stdout);
+    return lines.join('\n');
   }
 
   async function startCluster(

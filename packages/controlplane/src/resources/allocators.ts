@@ -12,13 +12,14 @@ export interface Cidr {
   text: string;
 }
 
-export function parseCidr(text: string): Cidr {
+/** `what` names the range in errors, with an example of it: `service CIDR` (`10.96.0.0/12`). */
+export function parseCidr(text: string, what = 'service CIDR', example = '10.96.0.0/12'): Cidr {
   const m = /^(\d+)\.(\d+)\.(\d+)\.(\d+)\/(\d+)$/.exec(text.trim());
-  if (!m) throw new Error(`service CIDR ${JSON.stringify(text)} is not an IPv4 CIDR such as 10.96.0.0/12`);
+  if (!m) throw new Error(`${what} ${JSON.stringify(text)} is not an IPv4 CIDR such as ${example}`);
   const octets = m.slice(1, 5).map(Number);
   const bits = Number(m[5]);
   if (octets.some((o) => o > 255) || bits < 8 || bits > 30) {
-    throw new Error(`service CIDR ${JSON.stringify(text)} must be an IPv4 CIDR with a prefix from /8 to /30`);
+    throw new Error(`${what} ${JSON.stringify(text)} must be an IPv4 CIDR with a prefix from /8 to /30`);
   }
   const size = 2 ** (32 - bits);
   const address = ((octets[0]! << 24) >>> 0) + (octets[1]! << 16) + (octets[2]! << 8) + octets[3]!;

@@ -53,6 +53,7 @@ export class NodeStatusController {
   private readonly reportMs: number;
   private readonly registeredWaiters: ((node: Node) => void)[] = [];
   private podCidr = '';
+  private cancelPodCidrPoll?: () => void;
   /** Condition statuses last reported as events. */
   private readonly reported = new Map<string, string>();
 
@@ -89,6 +90,7 @@ export class NodeStatusController {
 
   stop(): void {
     this.loop?.stop();
+    this.cancelPodCidrPoll?.();
   }
 
   /** A status sync now rather than at the next period (the identity changed). */
@@ -148,6 +150,7 @@ export class NodeStatusController {
       }
       this.recordConditionEvents(this.node.status);
       this.applyPodCidr(this.node);
+      if (!this.podCidr) this.pollPodCidr();
       for (const resolve of this.registeredWaiters.splice(0)) resolve(this.node);
       return true;
     } catch (err) {
@@ -224,6 +227,31 @@ export class NodeStatusController {
       health.runtimeError = errorMessage(err);
     }
     return health;
+  }
+
+  /**
+   * After registering, a Node without a podCIDR reads it again at 100 ms, doubling, until the first
+   * status sync takes over (as upstream's fastStatusUpdateOnce reads it early): the node IPAM controller
+   * sets it within moments, so the node's first pods already get IPs from it, and a cluster without one
+   * costs a few reads per node.
+   */
+  private pollPodCidr(): void {
+    const { api, clock } = this.deps;
+    const until = clock.now() + this.updateMs;
+    const attempt = (delay: number) => {
+      this.cancelPodCidrPoll = clock.setTimeout(() => {
+        if (this.podCidr || !this.loop || this.loop.stopped) return;
+        api
+          .getNode(this.options.identity.nodeName)
+          .then((node) => this.applyPodCidr(node))
+          .catch(() => undefined) // the status sync reports an API server that is away
+          .finally(() => {
+            if (!this.podCidr && clock.now() + delay * 2 < until) attempt(delay * 2);
+          });
+      }, delay);
+    };
+    this.cancelPodCidrPoll?.();
+    attempt(100);
   }
 
   private applyPodCidr(node: Node): void {

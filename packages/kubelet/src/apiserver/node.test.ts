@@ -2,7 +2,7 @@ import test from 'ava';
 import { FakeKubeApi } from '@nodelet/client/testing';
 import { NodeLeaseNamespace } from './node-lease.js';
 import { nodeConditions, parseLabels, parseTaints } from './node-status.js';
-import { nodeName, startCluster } from './test-harness.js';
+import { apiPod, nodeName, startCluster } from './test-harness.js';
 
 test('registers the Node: labels, taints, addresses, capacity, allocatable, nodeInfo, Ready', async (t) => {
   const h = await startCluster({
@@ -208,4 +208,42 @@ test('--node-labels and --register-with-taints syntax', (t) => {
     message: /effect must be NoSchedule, PreferNoSchedule or NoExecute/,
   });
   t.throws(() => parseTaints('k=v'), { message: /want key\[=value\]:effect/ });
+});
+
+test('podCIDR: the kubelet hands its Node spec.podCIDRs to the runtime (UpdateRuntimeConfig), once; pods get IPs in it', async (t) => {
+  const h = await startCluster();
+  const calls: (string | undefined)[] = [];
+  const update = h.runtime.updateRuntimeConfig.bind(h.runtime);
+  h.runtime.updateRuntimeConfig = (req) => {
+    calls.push(req.runtimeConfig?.networkConfig?.podCidr);
+    return update(req);
+  };
+  await h.clock.advance(500);
+  t.deepEqual(calls, [], 'no podCIDR yet: nothing to hand over');
+  // The node IPAM controller sets both fields on the Node.
+  await h.api.patchNode(nodeName, { spec: { podCIDR: '10.244.7.0/24', podCIDRs: ['10.244.7.0/24'] } });
+  await h.clock.advance(2_000);
+  t.deepEqual(
+    calls,
+    ['10.244.7.0/24'],
+    'a new node reads its podCIDR early, before the first status sync (10 s)',
+  );
+  await h.clock.advance(30_000);
+  t.is(calls.length, 1, 'an unchanged podCIDR is not sent again');
+  await h.api.createPod(apiPod('in-range'));
+  await h.clock.advanceUntil(() => !!h.api.pods.get('default/in-range')?.status?.podIP, {
+    stepMs: 50,
+    maxMs: 5_000,
+  });
+  t.regex(h.api.pods.get('default/in-range')!.status!.podIP!, /^10\.244\.7\.\d+$/);
+  await h.kubelet.stop();
+});
+
+test('podCIDR: a Node that never gets one is read a few times (100 ms doubling), then only at status syncs', async (t) => {
+  const h = await startCluster();
+  await h.clock.advance(60_000);
+  const reads = h.api.callsOf('get', `node/${nodeName}`).length;
+  // 100 ms … 6.4 s (7 early reads), then the 10 s status syncs (6 in a minute).
+  t.true(reads >= 6 && reads <= 14, `${reads} reads of the Node in a minute`);
+  await h.kubelet.stop();
 });

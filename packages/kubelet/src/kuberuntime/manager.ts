@@ -48,6 +48,8 @@ export interface KubeRuntimeOptions extends Pick<
   cache?: RuntimeCache;
   /** Pods' hostnames, DNS config and /etc/hosts (network/). */
   network: PodNetwork;
+  /** The pod's cgroup, the sandbox's cgroup parent (cgroupsPerQOS); absent: the runtime's default. */
+  cgroupParent?: (pod: Pod) => string;
 }
 
 export interface SyncResult {

@@ -28,6 +28,8 @@ export interface SandboxOptions {
   podLogsDir: string;
   clock: Clock;
   cache: RuntimeCache;
+  /** The pod's cgroup, the sandbox's cgroup parent (cgroupsPerQOS); absent: the runtime's default. */
+  cgroupParent?: (pod: Pod) => string;
   /** The pod's hostname and DNS config (network/). */
   network: PodNetwork;
 }
@@ -154,7 +156,7 @@ export class PodSandboxes {
       },
       annotations: { ...(meta.annotations ?? {}) },
       linux: {
-        cgroupParent: '',
+        cgroupParent: this.options.cgroupParent?.(pod) ?? '',
         sysctls: security.sysctls,
         securityContext: {
           ...security.securityContext,
