@@ -8,6 +8,8 @@ import { namespaces } from '../resources/namespaces.js';
 import { pods } from '../resources/pods.js';
 import { RevisionStore } from '../storage/revision-store.js';
 import { CronJobController } from './cronjob-controller.js';
+import { EventRecorder } from './event-recorder.js';
+import { coreEvents } from '../resources/events.js';
 
 // The CronJob controller on a virtual clock (2026-01-01T00:00Z at the start): hours of schedule in
 // milliseconds. Jobs "finish" by having their conditions set in the store, as the Job controller would.
@@ -19,10 +21,12 @@ async function setup(spec: Record<string, unknown>) {
   const registry = new Registry({
     store: new RevisionStore(':memory:'),
     clock,
-    types: [namespaces, pods, jobs, cronJobs],
+    types: [namespaces, pods, jobs, cronJobs, coreEvents],
   });
   registry.create(namespaces, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'default' } });
-  const controller = new CronJobController(registry, clock, createLogger({ sink: new MemorySink().sink }));
+  const logger = createLogger({ sink: new MemorySink().sink });
+  const events = new EventRecorder(registry, clock, logger, 'cronjob-controller');
+  const controller = new CronJobController(registry, clock, logger, events);
   registry.create(cronJobs, 'default', {
     apiVersion: 'batch/v1',
     kind: 'CronJob',
@@ -56,6 +60,10 @@ const jobNames = (registry: Registry) =>
     .listAll('jobs', 'default')
     .map((s) => s.object.metadata.name!)
     .sort();
+
+/** `reason: message` of the CronJob's events. */
+const eventsOf = (registry: Registry) =>
+  registry.store.listAll('events', 'default').map((e) => `${e.object.reason}: ${e.object.message}`);
 
 const cronJob = (registry: Registry) => registry.store.get('cronjobs', 'default', 'tick')!.object;
 
@@ -110,6 +118,11 @@ test('Forbid skips a time while a Job runs; Replace deletes the running Job for 
   await forbid.advance(5 * minute);
   await forbid.advance(5 * minute);
   t.deepEqual(jobNames(forbid.registry), [nameAt(forbid.clock, 5 * minute)], 'the 00:10 run skipped');
+  t.true(
+    eventsOf(forbid.registry).includes(
+      'JobAlreadyActive: Not starting job because prior execution is running and concurrency policy is Forbid',
+    ),
+  );
   // Past startingDeadlineSeconds the skipped time is missed for good when the running Job ends.
   await forbid.advance(2 * minute);
   endJob(forbid.registry, forbid.clock, nameAt(forbid.clock, 5 * minute), 'Complete');
@@ -182,4 +195,28 @@ test('missed times while the controller was down: only the most recent one runs'
   t.teardown(() => again.stop());
   await advance(0);
   t.deepEqual(jobNames(registry), [nameAt(clock, 60 * minute)]);
+});
+
+test('more than 100 missed times: a TooManyMissedTimes event, and still only the latest runs', async (t) => {
+  const { clock, registry, controller, advance } = await setup({});
+  controller.stop();
+  await clock.advance(10 * 60 * minute); // 120 times of */5
+  const logger = createLogger({ sink: new MemorySink().sink });
+  const again = new CronJobController(
+    registry,
+    clock,
+    logger,
+    new EventRecorder(registry, clock, logger, 'cronjob-controller'),
+  );
+  again.start();
+  t.teardown(() => again.stop());
+  await advance(0);
+  t.deepEqual(jobNames(registry), [nameAt(clock, 10 * 60 * minute)]);
+  t.true(
+    eventsOf(registry).includes(
+      'TooManyMissedTimes: too many missed start times: 120. Set or decrease .spec.startingDeadlineSeconds or check clock skew',
+    ),
+    eventsOf(registry).join('\n'),
+  );
+  t.true(eventsOf(registry).includes(`SuccessfulCreate: Created job ${nameAt(clock, 10 * 60 * minute)}`));
 });

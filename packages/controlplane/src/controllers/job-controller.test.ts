@@ -360,3 +360,26 @@ test('a deleted Job lets go of its pods, so the garbage collector can remove the
   await until(() => registry.store.listAll('pods', 'default').length === 0);
   t.is(registry.store.listAll('pods', 'default').length, 0);
 });
+
+test('restartPolicy OnFailure: container restarts count against backoffLimit', (t) => {
+  const { registry, controller } = setup();
+  registry.create(jobs, 'default', job('restarts', { backoffLimit: 2 }, { restartPolicy: 'OnFailure' }));
+  controller.sync('default/restarts');
+  const [pod] = livePods(registry);
+  const restartsTo = (n: number) =>
+    registry.store.update('pods', 'default', pod!.metadata.name!, (p) => {
+      p.status = { phase: 'Running', containerStatuses: [{ name: 'main', restartCount: n }] };
+      return p;
+    });
+  restartsTo(1);
+  controller.sync('default/restarts');
+  t.falsy(getJob(registry, 'restarts').status.conditions);
+  restartsTo(2);
+  controller.sync('default/restarts');
+  controller.sync('default/restarts');
+  t.deepEqual(conditionTypes(getJob(registry, 'restarts')), [
+    'FailureTarget:BackoffLimitExceeded',
+    'Failed:BackoffLimitExceeded',
+  ]);
+  t.is(livePods(registry).length, 0, 'the restarting pod was deleted');
+});
