@@ -220,3 +220,13 @@ test('more than 100 missed times: a TooManyMissedTimes event, and still only the
   );
   t.true(eventsOf(registry).includes(`SuccessfulCreate: Created job ${nameAt(clock, 10 * 60 * minute)}`));
 });
+
+test('@yearly: the wait is taken a day at a time (timers overflow past 24.8 days) and the Job still comes', async (t) => {
+  const { clock, registry, controller, advance } = await setup({ schedule: '@yearly' });
+  t.teardown(() => controller.stop());
+  t.true(clock.pendingTimers() <= 2, 'one wake-up pending, not a storm');
+  await advance(364 * 24 * 60 * minute);
+  t.deepEqual(jobNames(registry), []);
+  await advance(24 * 60 * minute);
+  t.deepEqual(jobNames(registry), [`tick-${Date.UTC(2027, 0, 1) / minute}`]);
+});

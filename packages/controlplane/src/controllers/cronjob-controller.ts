@@ -12,7 +12,7 @@ import type { EventRecorder } from './event-recorder.js';
 import { controllerRef, controllerRefOf } from './pod-control.js';
 import { hasTrueCondition, isJobFinished } from './job-status.js';
 import { writeStatusIfChanged } from './status-write.js';
-import { WorkQueue } from './work-queue.js';
+import { longestWaitMs, WorkQueue } from './work-queue.js';
 
 /**
  * The CronJob controller (upstream's pkg/controller/cronjob, the v2 controller): at each scheduled time
@@ -261,13 +261,13 @@ export class CronJobController {
   }
 
   private wakeAt(key: string, at: number): void {
-    // 100 ms past the scheduled time, as upstream, so the time has surely come.
+    // 100 ms past the scheduled time, as upstream, so the time has surely come; at most a day ahead.
     const cancel = this.clock.setTimeout(
       () => {
         this.wakeups.delete(key);
         this.queue.add(key);
       },
-      Math.max(0, at - this.clock.now()) + 100,
+      Math.min(longestWaitMs, Math.max(0, at - this.clock.now()) + 100),
     );
     this.wakeups.set(key, cancel);
   }
