@@ -24,6 +24,9 @@ import { StatefulSetController } from './controllers/stateful-set-controller.js'
 import { DeploymentController } from './controllers/deployment-controller.js';
 import { GarbageCollector } from './controllers/garbage-collector.js';
 import { DisruptionController } from './controllers/disruption-controller.js';
+import { JobController } from './controllers/job-controller.js';
+import { CronJobController } from './controllers/cronjob-controller.js';
+import { TtlAfterFinishedController } from './controllers/ttl-after-finished-controller.js';
 import { Authenticator } from './apiserver/authentication.js';
 import { StaticTokens } from './apiserver/token-file.js';
 import { ensureServiceAccountKey } from './serviceaccount/signing-key.js';
@@ -322,6 +325,13 @@ export class ControlPlane {
       );
       this.controllers.push(
         new StatefulSetController(registry, o.clock, logger.child('statefulset-controller'), stsEvents),
+      );
+      const jobEvents = new EventRecorder(registry, o.clock, logger.child('events'), 'job-controller');
+      this.controllers.push(new JobController(registry, o.clock, logger.child('job-controller'), jobEvents));
+      const cronEvents = new EventRecorder(registry, o.clock, logger.child('events'), 'cronjob-controller');
+      this.controllers.push(
+        new CronJobController(registry, o.clock, logger.child('cronjob-controller'), cronEvents),
+        new TtlAfterFinishedController(registry, o.clock, logger.child('ttl-after-finished-controller')),
       );
       this.controllers.push(new GarbageCollector(registry, o.clock, logger.child('garbage-collector')));
       const pdbEvents = new EventRecorder(registry, o.clock, logger.child('events'), 'controllermanager');

@@ -294,6 +294,7 @@ test.serial(
       'apps',
       'authentication.k8s.io',
       'authorization.k8s.io',
+      'batch',
       'certificates.k8s.io',
       'coordination.k8s.io',
       'discovery.k8s.io',

@@ -1,12 +1,13 @@
 import { policyMessages } from './protobuf-policy.js';
 import { badRequest, unsupportedMediaType } from './status.js';
+import { podTemplateMessages } from './protobuf-pod-template.js';
 
 /**
  * Request bodies in the Kubernetes protobuf encoding (`application/vnd.kubernetes.protobuf`), for the kinds
  * kubectl's typed clients send that way: `kubectl create namespace|configmap|secret|service|serviceaccount`,
  * `kubectl certificate approve|deny`, `kubectl create token`, `kubectl auth whoami|can-i` and
- * `kubectl create role|clusterrole|rolebinding|clusterrolebinding`, `kubectl create deployment`, and the
- * DeleteOptions and Evictions of `kubectl drain`, `kubectl create pdb`.
+ * `kubectl create role|clusterrole|rolebinding|clusterrolebinding`, `kubectl create deployment`,
+ * `kubectl create job|cronjob`, and the DeleteOptions and Evictions of `kubectl drain`, `kubectl create pdb`.
  * The envelope is the 4-byte magic `k8s\0` and a runtime.Unknown (typeMeta, raw, contentEncoding,
  * contentType); `raw` is the object's message. The field numbers are those of the upstream Go types'
  * `protobuf` struct tags. A body of another kind is refused (415) with a message that says to send JSON.
@@ -20,7 +21,9 @@ export type Kind =
   | 'time'
   | 'intOrString'
   | { message: string }
-  | { map: 'string' | 'bytes' }
+  | { map: 'string' | 'bytes' | 'quantity' }
+  /** An embedded Go struct: its fields are the parent's in JSON. */
+  | { inline: string }
   | { repeated: 'string' | { message: string } };
 
 export type Fields = Record<number, [string, Kind]>;
@@ -36,6 +39,7 @@ const objectReference: Fields = {
 };
 
 const messages: Record<string, Fields> = {
+  ...podTemplateMessages,
   TypeMeta: { 1: ['apiVersion', 'string'], 2: ['kind', 'string'] },
   ObjectMeta: {
     1: ['name', 'string'],
@@ -259,26 +263,41 @@ const messages: Record<string, Fields> = {
     1: ['maxUnavailable', 'intOrString'],
     2: ['maxSurge', 'intOrString'],
   },
-  PodTemplateSpec: {
+  // batch/v1: `kubectl create job` (also `--from=cronjob/…`, which sends the CronJob's job template) and
+  // `kubectl create cronjob`.
+  Job: {
     1: ['metadata', { message: 'ObjectMeta' }],
-    2: ['spec', { message: 'PodSpec' }],
+    2: ['spec', { message: 'JobSpec' }],
   },
-  PodSpec: {
-    2: ['containers', { repeated: { message: 'Container' } }],
-    3: ['restartPolicy', 'string'],
+  JobSpec: {
+    1: ['parallelism', 'int'],
+    2: ['completions', 'int'],
+    3: ['activeDeadlineSeconds', 'int'],
+    4: ['selector', { message: 'LabelSelector' }],
+    5: ['manualSelector', 'bool'],
+    6: ['template', { message: 'PodTemplateSpec' }],
+    7: ['backoffLimit', 'int'],
+    8: ['ttlSecondsAfterFinished', 'int'],
+    9: ['completionMode', 'string'],
+    10: ['suspend', 'bool'],
   },
-  Container: {
-    1: ['name', 'string'],
-    2: ['image', 'string'],
-    3: ['command', { repeated: 'string' }],
-    4: ['args', { repeated: 'string' }],
-    6: ['ports', { repeated: { message: 'ContainerPort' } }],
+  CronJob: {
+    1: ['metadata', { message: 'ObjectMeta' }],
+    2: ['spec', { message: 'CronJobSpec' }],
   },
-  ContainerPort: {
-    1: ['name', 'string'],
-    2: ['hostPort', 'int'],
-    3: ['containerPort', 'int'],
-    4: ['protocol', 'string'],
+  CronJobSpec: {
+    1: ['schedule', 'string'],
+    2: ['startingDeadlineSeconds', 'int'],
+    3: ['concurrencyPolicy', 'string'],
+    4: ['suspend', 'bool'],
+    5: ['jobTemplate', { message: 'JobTemplateSpec' }],
+    6: ['successfulJobsHistoryLimit', 'int'],
+    7: ['failedJobsHistoryLimit', 'int'],
+    8: ['timeZone', 'string'],
+  },
+  JobTemplateSpec: {
+    1: ['metadata', { message: 'ObjectMeta' }],
+    2: ['spec', { message: 'JobSpec' }],
   },
   // `kubectl certificate approve|deny` sends the whole object to the approval subresource.
   CertificateSigningRequest: {
@@ -364,14 +383,21 @@ function decodeMessage(buf: Buffer, name: string): Record<string, unknown> {
       continue;
     }
     const [json, kind] = spec;
+    if (typeof kind === 'object' && 'inline' in kind) {
+      Object.assign(out, decodeMessage(r.bytes(), kind.inline));
+      continue;
+    }
     const value = readValue(r, wire, kind, out[json]);
     // Go writes zero values of non-pointer fields; JSON omits them (omitempty): so does this.
     if ((value === '' || value === 0) && !keepZero.has(json)) continue;
-    if (value === false && json === 'publishNotReadyAddresses') continue;
+    if (value === false && dropFalse.has(json)) continue;
     out[json] = value;
   }
   return out;
 }
+
+/** Non-pointer booleans: Go writes false, JSON omits it. */
+const dropFalse = new Set(['publishNotReadyAddresses', 'readOnly', 'hostNetwork']);
 
 /** Pointer fields whose zero value means something. */
 const keepZero = new Set([
@@ -380,6 +406,15 @@ const keepZero = new Set([
   'gracePeriodSeconds',
   'minAvailable',
   'maxUnavailable',
+  'parallelism',
+  'completions',
+  'backoffLimit',
+  'ttlSecondsAfterFinished',
+  'startingDeadlineSeconds',
+  'successfulJobsHistoryLimit',
+  'failedJobsHistoryLimit',
+  'terminationGracePeriodSeconds',
+  'tolerationSeconds',
 ]);
 
 function readValue(r: Reader, wire: number, kind: Kind, previous: unknown): unknown {
@@ -421,12 +456,12 @@ function readValue(r: Reader, wire: number, kind: Kind, previous: unknown): unkn
     while (!entry.done) {
       const key = entry.varint();
       if (key >> 3 === 1) k = entry.bytes().toString('utf8');
-      else if (key >> 3 === 2)
-        v = kind.map === 'bytes' ? entry.bytes().toString('base64') : entry.bytes().toString('utf8');
+      else if (key >> 3 === 2) v = mapValue(entry.bytes(), kind.map);
       else entry.skip(key & 7);
     }
     return { ...((previous as Record<string, string>) ?? {}), [k]: v };
   }
+  if ('inline' in kind) return decodeMessage(r.bytes(), kind.inline); // merged by the caller
   const list = Array.isArray(previous) ? previous : [];
   if (kind.repeated === 'string') {
     if (wire !== 2) throw badRequest('protobuf repeated string must be length-delimited');
@@ -435,6 +470,20 @@ function readValue(r: Reader, wire: number, kind: Kind, previous: unknown): unkn
     list.push(decodeMessage(r.bytes(), kind.repeated.message));
   }
   return list;
+}
+
+/** A map entry's value: text, bytes (base64 in JSON), or a resource.Quantity (its string, field 1). */
+function mapValue(raw: Buffer, kind: 'string' | 'bytes' | 'quantity'): string {
+  if (kind === 'bytes') return raw.toString('base64');
+  if (kind === 'string') return raw.toString('utf8');
+  const q = new Reader(raw);
+  let text = '';
+  while (!q.done) {
+    const key = q.varint();
+    if (key >> 3 === 1) text = q.bytes().toString('utf8');
+    else q.skip(key & 7);
+  }
+  return text;
 }
 
 /** A Kubernetes protobuf body as the JSON object it encodes. */

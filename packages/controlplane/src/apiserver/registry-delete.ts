@@ -52,9 +52,10 @@ export function deleteObject(
   if (t.storage === 'namespaces') return deleteNamespace(p, t, obj, current.rev, options);
 
   const grace = t.strategy.gracePeriodSeconds?.(obj, options.gracePeriodSeconds) ?? 0;
-  // The garbage collector finishes these: it orphans the dependents, or deletes them first.
-  const gcFinalizer =
-    t.storage === 'pods' ? undefined : gcFinalizers[options.propagationPolicy ?? 'Background'];
+  // The garbage collector finishes these: it orphans the dependents, or deletes them first. A kind may
+  // default to another policy than Background (batch/v1 Jobs orphan their pods, as upstream).
+  const policy = options.propagationPolicy ?? t.defaultPropagationPolicy ?? 'Background';
+  const gcFinalizer = t.storage === 'pods' ? undefined : gcFinalizers[policy];
   const finalizers = (obj.metadata.finalizers ?? []).length > 0 || gcFinalizer !== undefined;
   if (grace > 0 || finalizers) {
     // Graceful deletion or finalizers: the object stays, marked, until its node or its finalizers let go.

@@ -119,6 +119,8 @@ export interface ResourceType {
   stateless?: boolean;
   /** Returned on delete: the deleted object (pods, services) rather than a Success Status. */
   returnDeletedObject?: boolean;
+  /** The propagation of a DELETE that names none (batch/v1 Jobs: Orphan, for compatibility, as upstream). */
+  defaultPropagationPolicy?: 'Orphan';
   columns: readonly TableColumn[];
   row(obj: KubeObject, now: number): unknown[];
   /** Fields a field selector may name, beyond `metadata.name` and `metadata.namespace`. */

@@ -8,7 +8,7 @@ import { WorkQueue } from './work-queue.js';
 
 /**
  * A small garbage collector (upstream's pkg/controller/garbagecollector, for the owners this control plane
- * has: Deployments, ReplicaSets, DaemonSets and StatefulSets):
+ * has: Deployments, ReplicaSets, DaemonSets, StatefulSets, CronJobs and Jobs):
  *
  * - background cascading deletion: once an owner is gone, each dependent (ReplicaSets, pods,
  *   ControllerRevisions) none of whose owners exists any more is deleted; one that still has another
@@ -24,8 +24,8 @@ import { WorkQueue } from './work-queue.js';
  * here loses it at once). On start every dependent and every deleting owner is checked once, so
  * deletions made while the collector was down are finished.
  */
-const owners = ['deployments', 'replicasets', 'daemonsets', 'statefulsets'];
-const dependents = ['replicasets', 'pods', 'controllerrevisions'];
+const owners = ['deployments', 'replicasets', 'daemonsets', 'statefulsets', 'cronjobs', 'jobs'];
+const dependents = ['replicasets', 'jobs', 'pods', 'controllerrevisions'];
 const finalizerKeys: Record<string, string> = { orphan: 'orphan', foregroundDeletion: 'foreground' };
 
 export class GarbageCollector {
@@ -154,6 +154,7 @@ export class GarbageCollector {
     const foreground = waiting.length > 0 && this.dependentsOf(namespace, obj.metadata.uid).length > 0;
     try {
       this.registry.delete(this.registry.byStorage(storage), namespace, obj.metadata.name!, {
+        propagationPolicy: 'Background',
         preconditions: { uid: obj.metadata.uid },
         ...(foreground ? { propagationPolicy: 'Foreground' as const } : {}),
       });

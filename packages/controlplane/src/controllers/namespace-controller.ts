@@ -103,7 +103,7 @@ export class NamespaceController {
       for (const item of this.registry.store.listAll(storage, name)) {
         left++;
         try {
-          this.registry.delete(t, name, item.object.metadata.name!);
+          this.registry.delete(t, name, item.object.metadata.name!, { propagationPolicy: 'Background' });
         } catch (err) {
           if (!(err instanceof ApiError && err.code === 404)) throw err;
         }

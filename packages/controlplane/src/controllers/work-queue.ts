@@ -6,6 +6,9 @@ import type { Clock, Logger } from '@nodelet/kernel';
  * `maxRetryMs`). Processing starts on a later turn of the event loop, never inside the store write that
  * queued the key, so a controller's own writes do not re-enter it.
  */
+/** The longest single timer a controller sets: a day. */
+export const longestWaitMs = 86_400_000;
+
 export class WorkQueue {
   private readonly pending = new Set<string>();
   private readonly failures = new Map<string, number>();
@@ -30,13 +33,19 @@ export class WorkQueue {
     }
   }
 
-  /** Processes `key` again after `ms` (a controller waiting for something that has no event). */
+  /**
+   * Processes `key` again after `ms` (a controller waiting for something that has no event). Waits past
+   * a day are cut to a day — timers overflow at 2^31 ms — and the sync then simply waits again.
+   */
   addAfter(key: string, ms: number): void {
     if (this.stopped || this.retries.has(key)) return;
-    const cancel = this.clock.setTimeout(() => {
-      this.retries.delete(key);
-      this.add(key);
-    }, ms);
+    const cancel = this.clock.setTimeout(
+      () => {
+        this.retries.delete(key);
+        this.add(key);
+      },
+      Math.min(ms, longestWaitMs),
+    );
     this.retries.set(key, cancel);
   }
 

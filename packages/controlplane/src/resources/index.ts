@@ -10,6 +10,8 @@ import { podDisruptionBudgets } from './pod-disruption-budgets.js';
 import { daemonSets } from './daemon-sets.js';
 import { statefulSets } from './stateful-sets.js';
 import { controllerRevisions } from './controller-revisions.js';
+import { jobs } from './jobs.js';
+import { cronJobs } from './cron-jobs.js';
 import { clusterRoleBindings, clusterRoles, roleBindings, roles } from './rbac.js';
 import { makeServices } from './services.js';
 import { configMaps, secrets } from './config-data.js';
@@ -39,6 +41,8 @@ export function servedResources(allocator: ServiceAllocator): ResourceType[] {
     daemonSets,
     statefulSets,
     controllerRevisions,
+    jobs,
+    cronJobs,
     eventsV1,
     certificateSigningRequests,
     tokenReviews,

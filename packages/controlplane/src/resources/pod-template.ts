@@ -10,8 +10,8 @@ import {
   validatePod,
 } from '@nodelet/api';
 import { isObject, type KubeObject } from '../object.js';
-import { labelSelectorFromObject, matchLabels } from '../apiserver/selectors.js';
 import type { Strategy } from '../apiserver/resource-type.js';
+import { labelSelectorFromObject, matchLabels } from '../apiserver/selectors.js';
 import { validateLabels, validateObjectMetaUpdate } from './meta-validation.js';
 
 /**
@@ -36,11 +36,23 @@ function goLabelMap(labels: unknown): string {
   return `map[string]string{${entries.join(', ')}}`;
 }
 
+/** What a kind allows of its pod template: apps/v1 restarts Always; a Job OnFailure or Never, with a deadline. */
+export interface TemplateRules {
+  restartPolicies: readonly string[];
+  activeDeadlineSeconds: boolean;
+}
+
+const appsTemplateRules: TemplateRules = { restartPolicies: ['Always'], activeDeadlineSeconds: false };
+
 /**
- * `spec.selector` and `spec.template` of a Deployment or ReplicaSet: the selector required and not empty,
- * the template's labels matching it, the template a valid pod that restarts Always.
+ * `spec.selector` and `spec.template` of a Deployment, ReplicaSet or Job: the selector required and not
+ * empty, the template's labels matching it, the template a valid pod with a restart policy `rules` allow.
  */
-export function validateSelectorAndTemplate(spec: Record<string, any>, kind: string): FieldError[] {
+export function validateSelectorAndTemplate(
+  spec: Record<string, any>,
+  kind: string,
+  rules: TemplateRules = appsTemplateRules,
+): FieldError[] {
   const errors: FieldError[] = [];
   const selector = spec.selector;
   if (!isObject(selector)) {
@@ -74,10 +86,12 @@ export function validateSelectorAndTemplate(spec: Record<string, any>, kind: str
     errors.push({ ...e, field: `spec.template.${e.field}` });
   }
   const podSpec = isObject(template.spec) ? template.spec : {};
-  if (podSpec.restartPolicy !== undefined && podSpec.restartPolicy !== 'Always') {
-    errors.push(fieldNotSupported('spec.template.spec.restartPolicy', podSpec.restartPolicy, ['Always']));
+  if (!rules.restartPolicies.includes(podSpec.restartPolicy ?? 'Always')) {
+    errors.push(
+      fieldNotSupported('spec.template.spec.restartPolicy', podSpec.restartPolicy, rules.restartPolicies),
+    );
   }
-  if (podSpec.activeDeadlineSeconds !== undefined) {
+  if (podSpec.activeDeadlineSeconds !== undefined && !rules.activeDeadlineSeconds) {
     errors.push(
       fieldForbidden(
         'spec.template.spec.activeDeadlineSeconds',
@@ -154,14 +168,15 @@ export function selectorString(selector: unknown): string {
 }
 
 /**
- * The strategy of an apps/v1 kind that stamps out pods: defaults on create and update, an initial status
- * and generation 1 on create, generation bumped on spec changes, the selector immutable.
+ * The strategy of a kind with a spec and a `status` subresource: defaults on every write, an initial
+ * status and generation 1 on create, generation bumped by spec changes, `updateErrors` on top of
+ * `validate` (batch/v1 kinds use it as it is).
  */
-export function podTemplateStrategy(
+export function specStrategy(
   defaults: (obj: KubeObject) => void,
   validate: (obj: KubeObject) => FieldError[],
-  initialStatus: () => Record<string, unknown>,
-  validateSpecUpdate: (obj: KubeObject, old: KubeObject) => FieldError[] = () => [],
+  updateErrors: (obj: KubeObject, old: KubeObject) => FieldError[],
+  initialStatus: () => Record<string, unknown> = () => ({}),
 ): Strategy {
   return {
     prepareForCreate(obj) {
@@ -177,8 +192,25 @@ export function podTemplateStrategy(
     validateUpdate: (obj, old) => [
       ...validate(obj),
       ...validateObjectMetaUpdate(obj.metadata, old.metadata),
-      ...validateSelectorUpdate(obj, old),
-      ...validateSpecUpdate(obj, old),
+      ...updateErrors(obj, old),
     ],
   };
+}
+
+/**
+ * The strategy of an apps/v1 kind that stamps out pods: specStrategy with the selector immutable and
+ * the kind's own spec update rules.
+ */
+export function podTemplateStrategy(
+  defaults: (obj: KubeObject) => void,
+  validate: (obj: KubeObject) => FieldError[],
+  initialStatus: () => Record<string, unknown>,
+  validateSpecUpdate: (obj: KubeObject, old: KubeObject) => FieldError[] = () => [],
+): Strategy {
+  return specStrategy(
+    defaults,
+    validate,
+    (obj, old) => [...validateSelectorUpdate(obj, old), ...validateSpecUpdate(obj, old)],
+    initialStatus,
+  );
 }
