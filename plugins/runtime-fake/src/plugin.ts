@@ -1,11 +1,5 @@
 import { ConfigError, definePlugin, errorMessage } from '@nodelet/kernel';
-import {
-  CriImage,
-  CriRuntime,
-  CriStatsProvider,
-  ProbeHandlerCapability,
-  StatsProviderCapability,
-} from '@nodelet/cri';
+import { CriImage, CriRuntime, ProbeHandlerCapability, StatsProviderCapability } from '@nodelet/cri';
 import { type FakeRuntimeConfig, fakeRuntimeConfigSchema } from './config.js';
 import { FakeRuntime } from './fake-runtime.js';
 import { fakeProbeHandlers } from './probes.js';
@@ -41,7 +35,7 @@ export const runtimeFakePlugin = definePlugin<FakeRuntimeConfig>({
     ctx.provide(CriRuntime, runtime);
     ctx.provide(CriImage, runtime);
     for (const handler of fakeProbeHandlers(runtime)) ctx.provide(ProbeHandlerCapability, handler);
-    ctx.provide(StatsProviderCapability, new CriStatsProvider(runtime, { clock: ctx.clock }));
+    ctx.provide(StatsProviderCapability, runtime.statsProvider());
     ctx.onStop(() => runtime.close());
   },
 });
