@@ -1,7 +1,7 @@
 import { hostname, totalmem } from 'node:os';
 import { join } from 'node:path';
 import type { Pod, PodList } from '@nodelet/api';
-import type { ImageService, RuntimeService } from '@nodelet/cri';
+import type { ImageService, RuntimeService, StatsProvider } from '@nodelet/cri';
 import type { Clock, EventBus, Logger } from '@nodelet/kernel';
 import type { PodObjects, VolumePlugin } from '@nodelet/volume';
 import type { Subscription } from 'rxjs';
@@ -11,6 +11,14 @@ import { allocatableOf, hostResources } from './apiserver/node-status.js';
 import { type ReservationConfig, validateNodeAllocatable } from './cm/node-allocatable.js';
 import { FileSource, PodConfig, type PodSource, UrlSource } from './config/index.js';
 import { Housekeeping } from './housekeeping.js';
+import {
+  EvictionManager,
+  evictionConfig,
+  type EvictionSettings,
+  type PressureCondition,
+} from './eviction/index.js';
+import { DEFAULT_IMAGE_GC_POLICY, ImageGarbageCollector, type ImageGCPolicy } from './images/image-gc.js';
+import { emptyDirUsage } from './stats/volume-usage.js';
 import { ImagePuller } from './image-puller.js';
 import { KubeRuntime, RuntimeGarbageCollector } from './kuberuntime/index.js';
 import { LifecycleHookRunner } from './lifecycle/hook-runner.js';
@@ -77,6 +85,15 @@ export interface KubeletOptions extends PodNetworkSettings {
   seccompDefault?: boolean;
   /** Unsafe sysctls pods may set (`allowedUnsafeSysctls`; `prefix*` patterns); namespaced ones only. */
   allowedUnsafeSysctls?: string[];
+  /**
+   * The eviction manager's thresholds (`evictionHard`, `evictionSoft`, …; default: upstream's hard
+   * ones). It runs when the kubelet has a stats provider.
+   */
+  eviction?: EvictionSettings;
+  /** How often the eviction manager synchronizes (upstream's housekeeping interval, 10 s). */
+  evictionMonitoringPeriodMs?: number;
+  /** `imageGCHighThresholdPercent`, `imageGCLowThresholdPercent`, `imageMinimumGCAge`, `imageMaximumGCAge`. */
+  imageGC?: Partial<ImageGCPolicy>;
 }
 
 export interface KubeletDeps {
@@ -95,6 +112,11 @@ export interface KubeletDeps {
   objects?: PodObjects;
   /** mount(8)/umount(8) of tmpfs volumes (default: the host's, when running as root on Linux). */
   mounter?: Mounter;
+  /**
+   * Usage of the node, its pods and containers (the `stats.provider`): with it, the eviction manager and
+   * image garbage collection run.
+   */
+  stats?: StatsProvider;
 }
 
 export class Kubelet {
@@ -124,6 +146,10 @@ export class Kubelet {
   /** The node as admission sees it without an API server (read once: the host does not change). */
   private localNode?: AdmissionNode;
   private readonly cleanups: Housekeeping;
+  /** Evicts pods under resource pressure and reports the pressure conditions (with a stats provider). */
+  readonly evictionManager?: EvictionManager;
+  /** Removes unused images when the image file system fills up (with a stats provider). */
+  readonly imageGC?: ImageGarbageCollector;
   private readonly sources: PodSource[];
   private syncLoop?: Subscription;
   /** When the sync loop last ran an iteration (0: not yet), for `/healthz/syncloop`. */
@@ -226,11 +252,12 @@ export class Kubelet {
     );
     this.podConfig = new PodConfig({ bus, clock, logger: this.logger.child('config') });
     this.sources = podSources(options, deps, this.logger);
+    const containerGC = new RuntimeGarbageCollector(runtime, this.kubeRuntime, {
+      nodeName: options.nodeName,
+      logger: this.logger,
+    });
     this.cleanups = new Housekeeping({
-      gc: new RuntimeGarbageCollector(runtime, this.kubeRuntime, {
-        nodeName: options.nodeName,
-        logger: this.logger,
-      }),
+      gc: containerGC,
       volumes: this.volumes,
       seenAllSources: () => this.podConfig.seenAllSources(),
       wanted: (uid) => this.podManager.has(uid) || this.workers.isKnown(uid),
@@ -240,6 +267,21 @@ export class Kubelet {
     if (options.reservation) {
       const capacity = options.apiServer?.capacity ?? hostResources({ rootDir: options.rootDir }).capacity;
       validateNodeAllocatable(capacity, options.reservation);
+    }
+    if (deps.stats) {
+      this.imageGC = new ImageGarbageCollector(
+        {
+          runtime,
+          images: deps.images,
+          stats: deps.stats,
+          clock,
+          logger: this.logger.child('image-gc'),
+          nodeEvent: (reason, message) =>
+            bus.emit('[Kubelet] Node Event', { eventType: 'Warning', reason, message }),
+        },
+        { ...DEFAULT_IMAGE_GC_POLICY, ...options.imageGC },
+      );
+      this.evictionManager = this.newEvictionManager(deps.stats, containerGC, this.imageGC);
     }
     this.admission = new PodAdmission({
       node: () => this.admissionNode(),
@@ -302,6 +344,8 @@ export class Kubelet {
     this.nodeAgent?.start();
     for (const source of this.sources) this.podConfig.attach(source);
     this.pleg.start();
+    this.evictionManager?.start(this.options.evictionMonitoringPeriodMs);
+    this.imageGC?.start();
     this.logger.info('kubelet started', {
       node: this.options.nodeName,
       sources: this.sources.map((s) => s.name).join(','),
@@ -309,6 +353,8 @@ export class Kubelet {
   }
 
   async stop(): Promise<void> {
+    this.evictionManager?.stop();
+    this.imageGC?.stop();
     await this.nodeAgent?.stop();
     this.syncLoop?.unsubscribe();
     this.syncLoop = undefined;
@@ -363,14 +409,73 @@ export class Kubelet {
    * them (against the registered Node), every other pod against this node. A rejected pod is Failed.
    */
   private admit(pod: Pod): boolean {
-    // What no node of this kubelet can run comes first, whatever the pod's source (upstream's order).
-    const refused = [admitPodOS(pod), this.sysctls.admit(pod)].find((r) => !r.admit);
+    // What no node of this kubelet can run comes first, whatever the pod's source (upstream's order);
+    // then what the node cannot take under resource pressure.
+    const refused = [
+      admitPodOS(pod),
+      this.sysctls.admit(pod),
+      this.evictionManager?.admit(pod) ?? { admit: true },
+    ].find((r) => !r.admit);
     if (refused) this.admission.rejected(pod, refused);
     const verdict =
       refused ??
       (this.nodeAgent && !isStaticPod(pod) ? this.nodeAgent.admit(pod) : this.admission.admit(pod));
     if (!verdict.admit) this.statusManager.set(pod, rejectedStatus(verdict, pod.status));
     return verdict.admit;
+  }
+
+  /**
+   * The eviction manager on this kubelet: it evicts through the pod's worker (Failed, reason Evicted),
+   * reclaims with the container and image garbage collectors, and its pressure conditions go to the
+   * Node's status.
+   */
+  private newEvictionManager(
+    stats: StatsProvider,
+    containerGC: RuntimeGarbageCollector,
+    imageGC: ImageGarbageCollector,
+  ): EvictionManager {
+    const { clock, bus } = this.deps;
+    return new EvictionManager(
+      {
+        stats,
+        clock,
+        logger: this.logger.child('eviction'),
+        activePods: () => this.activePods(),
+        evictPod: async (pod, gracePeriodSeconds, message, signal) => {
+          const uid = pod.metadata!.uid!;
+          this.logger.info('Evicting pod', {
+            pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`,
+            podUID: uid,
+            signal,
+          });
+          this.podSync.evict(pod, gracePeriodSeconds, message);
+          bus.emit('[Eviction] Eviction Started', { podUid: uid, signal, message });
+          this.workers.requestSync(uid);
+          return true;
+        },
+        conditionsChanged: (conditions: PressureCondition[]) => this.nodeAgent?.setPressure(conditions),
+        reclaim: {
+          deleteAllUnusedContainers: () => containerGC.deleteAllUnusedContainers(),
+          deleteUnusedImages: () => imageGC.deleteUnusedImages(),
+        },
+        volumeStats: (pod) => emptyDirUsage(this.options.rootDir, pod, clock.now()),
+      },
+      evictionConfig(this.options.eviction ?? this.legacyEvictionSettings()),
+    );
+  }
+
+  /** `reservation.evictionHard` (already parsed) as settings, when no `eviction` settings were given. */
+  private legacyEvictionSettings(): EvictionSettings {
+    const hard = this.options.reservation?.evictionHard;
+    if (!hard) return {};
+    return {
+      evictionHard: Object.fromEntries(
+        hard.map((t) => [
+          t.signal,
+          t.quantity !== undefined ? String(t.quantity) : `${Math.round((t.percentage ?? 0) * 1e6) / 1e4}%`,
+        ]),
+      ),
+    };
   }
 
   private admissionNode(): AdmissionNode {
