@@ -11,14 +11,9 @@ import { allocatableOf, hostResources } from './apiserver/node-status.js';
 import { type ReservationConfig, validateNodeAllocatable } from './cm/node-allocatable.js';
 import { FileSource, PodConfig, type PodSource, UrlSource } from './config/index.js';
 import { Housekeeping } from './housekeeping.js';
-import {
-  EvictionManager,
-  evictionConfig,
-  type EvictionSettings,
-  type PressureCondition,
-} from './eviction/index.js';
-import { DEFAULT_IMAGE_GC_POLICY, ImageGarbageCollector, type ImageGCPolicy } from './images/image-gc.js';
-import { emptyDirUsage } from './stats/volume-usage.js';
+import type { EvictionManager, EvictionSettings } from './eviction/index.js';
+import { nodePressureManagers } from './eviction/kubelet-pressure.js';
+import type { ImageGarbageCollector, ImageGCPolicy } from './images/image-gc.js';
 import { ImagePuller } from './image-puller.js';
 import { KubeRuntime, RuntimeGarbageCollector } from './kuberuntime/index.js';
 import { LifecycleHookRunner } from './lifecycle/hook-runner.js';
@@ -269,19 +264,26 @@ export class Kubelet {
       validateNodeAllocatable(capacity, options.reservation);
     }
     if (deps.stats) {
-      this.imageGC = new ImageGarbageCollector(
-        {
-          runtime,
-          images: deps.images,
-          stats: deps.stats,
-          clock,
-          logger: this.logger.child('image-gc'),
-          nodeEvent: (reason, message) =>
-            bus.emit('[Kubelet] Node Event', { eventType: 'Warning', reason, message }),
+      const managers = nodePressureManagers({
+        runtime,
+        images: deps.images,
+        stats: deps.stats,
+        clock,
+        bus,
+        logger: this.logger,
+        rootDir: options.rootDir,
+        containerGC,
+        // A pod already chosen is being stopped: not a candidate again (upstream: termination requested).
+        activePods: () => this.activePods().filter((p) => !this.podSync.isEvicted(p.metadata!.uid!)),
+        evict: (pod, grace, message) => {
+          this.podSync.evict(pod, grace, message);
+          this.workers.requestSync(pod.metadata!.uid!);
         },
-        { ...DEFAULT_IMAGE_GC_POLICY, ...options.imageGC },
-      );
-      this.evictionManager = this.newEvictionManager(deps.stats, containerGC, this.imageGC);
+        conditionsChanged: (conditions) => this.nodeAgent?.setPressure(conditions),
+        settings: options,
+      });
+      this.evictionManager = managers.evictionManager;
+      this.imageGC = managers.imageGC;
     }
     this.admission = new PodAdmission({
       node: () => this.admissionNode(),
@@ -422,60 +424,6 @@ export class Kubelet {
       (this.nodeAgent && !isStaticPod(pod) ? this.nodeAgent.admit(pod) : this.admission.admit(pod));
     if (!verdict.admit) this.statusManager.set(pod, rejectedStatus(verdict, pod.status));
     return verdict.admit;
-  }
-
-  /**
-   * The eviction manager on this kubelet: it evicts through the pod's worker (Failed, reason Evicted),
-   * reclaims with the container and image garbage collectors, and its pressure conditions go to the
-   * Node's status.
-   */
-  private newEvictionManager(
-    stats: StatsProvider,
-    containerGC: RuntimeGarbageCollector,
-    imageGC: ImageGarbageCollector,
-  ): EvictionManager {
-    const { clock, bus } = this.deps;
-    return new EvictionManager(
-      {
-        stats,
-        clock,
-        logger: this.logger.child('eviction'),
-        activePods: () => this.activePods(),
-        evictPod: async (pod, gracePeriodSeconds, message, signal) => {
-          const uid = pod.metadata!.uid!;
-          this.logger.info('Evicting pod', {
-            pod: `${pod.metadata?.namespace}/${pod.metadata?.name}`,
-            podUID: uid,
-            signal,
-          });
-          this.podSync.evict(pod, gracePeriodSeconds, message);
-          bus.emit('[Eviction] Eviction Started', { podUid: uid, signal, message });
-          this.workers.requestSync(uid);
-          return true;
-        },
-        conditionsChanged: (conditions: PressureCondition[]) => this.nodeAgent?.setPressure(conditions),
-        reclaim: {
-          deleteAllUnusedContainers: () => containerGC.deleteAllUnusedContainers(),
-          deleteUnusedImages: () => imageGC.deleteUnusedImages(),
-        },
-        volumeStats: (pod) => emptyDirUsage(this.options.rootDir, pod, clock.now()),
-      },
-      evictionConfig(this.options.eviction ?? this.legacyEvictionSettings()),
-    );
-  }
-
-  /** `reservation.evictionHard` (already parsed) as settings, when no `eviction` settings were given. */
-  private legacyEvictionSettings(): EvictionSettings {
-    const hard = this.options.reservation?.evictionHard;
-    if (!hard) return {};
-    return {
-      evictionHard: Object.fromEntries(
-        hard.map((t) => [
-          t.signal,
-          t.quantity !== undefined ? String(t.quantity) : `${Math.round((t.percentage ?? 0) * 1e6) / 1e4}%`,
-        ]),
-      ),
-    };
   }
 
   private admissionNode(): AdmissionNode {

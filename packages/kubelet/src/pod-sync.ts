@@ -184,6 +184,11 @@ export class PodSync implements PodSyncer {
     });
   }
 
+  /** Whether the eviction manager chose this pod (it is being stopped, or was). */
+  isEvicted(uid: string): boolean {
+    return this.evicted.has(uid);
+  }
+
   private async failEvicted(
     pod: Pod,
     eviction: { message: string; gracePeriodSeconds: number },

@@ -4,3 +4,4 @@ export * from './message.js';
 export * from './ranking.js';
 export * from './signals.js';
 export * from './thresholds.js';
+export * from './kubelet-pressure.js';

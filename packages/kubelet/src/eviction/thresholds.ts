@@ -26,7 +26,7 @@ export interface EvictionConfig {
   thresholds: Threshold[];
   /** How long a pressure condition stays after its threshold is no longer met (5 min). */
   pressureTransitionPeriodMs: number;
-  /** The longest grace period a soft eviction gives a pod (`evictionMaxPodGracePeriod`, 0: the pod's). */
+  /** The longest grace period a soft eviction gives a pod (`evictionMaxPodGracePeriod`, default 0). */
   maxPodGracePeriodSeconds: number;
 }
 
