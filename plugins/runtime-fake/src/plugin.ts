@@ -7,9 +7,10 @@ import { fakeProbeHandlers } from './probes.js';
 /**
  * The `runtime-fake` plugin: one in-memory FakeRuntime on the kernel's clock, provided as both
  * `cri.runtime` and `cri.image`, and its `httpGet`, `tcpSocket` and `grpc` probe handlers as
- * `probe.handler`, and the simulated usage of its containers (the `cpu`, `memory`, `disk` behaviour keys)
- * as `stats.provider` — the node's usage is the sum of its pods'. The pod IPs it hands out reach no host, so a kubelet on it answers those probes from
- * the containers' scripts (probes.ts) instead of opening sockets. Tests script it through the capability:
+ * `probe.handler`, and the simulated usage of its containers (the `cpu`, `memory`, `disk`, `memoryGrowth`,
+ * `diskGrowth` behaviour keys) on its simulated node (`node:` in the configuration) as `stats.provider`.
+ * The pod IPs it hands out reach no host, so a kubelet on it answers those probes from the containers'
+ * scripts (probes.ts) instead of opening sockets. Tests script it through the capability:
  *
  *     const runtime = kernel.get(CriRuntime) as FakeRuntime;
  *     runtime.script('app', 'exitAfter=5s,exitCode=1');
