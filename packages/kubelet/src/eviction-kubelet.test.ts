@@ -77,6 +77,18 @@ test('memory: a Burstable pod whose memory grows is evicted; MemoryPressure unti
   t.deepEqual(h.kubelet.evictionManager!.nodeConditions(), [], 'gone after the transition period');
   t.is(h.status('uid-guaranteed').phase, 'Running');
   t.is(h.status('uid-leaky').phase, 'Failed', 'an evicted pod stays Failed');
+  // Deleted in its source, it is terminated still Failed/Evicted, then forgotten.
+  h.source.set([guaranteed, makePod('best-effort', {}), burstable]);
+  const statuses: string[] = [];
+  h.bus.subscribe('[Status] Pod Status Changed', (e) => {
+    if (e.podUid === 'uid-leaky') statuses.push(`${e.status.phase}/${e.status.reason}`);
+  });
+  await h.clock.advance(5_000);
+  t.true(
+    statuses.every((s) => s === 'Failed/Evicted'),
+    statuses.join(' '),
+  );
+  t.falsy(h.kubelet.podList().items.find((p) => p.metadata?.uid === 'uid-leaky'));
   await h.kubelet.stop();
 });
 

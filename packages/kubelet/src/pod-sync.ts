@@ -214,7 +214,9 @@ export class PodSync implements PodSyncer {
     const status = await kubeRuntime.getPodStatus(uid, name, namespace);
     this.deps.logger.info('Terminating pod', { pod: podRef(pod), podUID: uid });
     await kubeRuntime.killPodWithStatus(pod, status, gracePeriodSeconds);
-    this.updateStatus(pod, await kubeRuntime.getPodStatus(uid, name, namespace), true);
+    // An evicted pod deleted afterwards stays Failed/Evicted until it is gone.
+    const evicted = this.evicted.get(uid);
+    this.updateStatus(pod, await kubeRuntime.getPodStatus(uid, name, namespace), true, false, evicted);
   }
 
   async cleanupPod(pod: Pod): Promise<void> {
