@@ -71,7 +71,7 @@ test('defaults: hostname in lower case, fake runtime, home directories, 10255 on
 test('a KubeletConfiguration given to --config: its fields, paths relative to it', (t) => {
   const dir = tmp(t);
   const sink = new MemorySink();
-  writeFileSync(join(dir, 'kubelet.yaml'), kubeletConfig('imageGCHighThresholdPercent: 85\n'));
+  writeFileSync(join(dir, 'kubelet.yaml'), kubeletConfig('registryPullQPS: 5\n'));
   const setup = resolveKubeletSetup({ config: join(dir, 'kubelet.yaml') }, env('/elsewhere', sink));
   t.like(setup.kubelet, {
     podManifestPath: join(dir, 'kc-manifests'),
@@ -80,7 +80,7 @@ test('a KubeletConfiguration given to --config: its fields, paths relative to it
     podLogsDir: '/kc/logs',
     fileCheckFrequencyMs: 5000,
   });
-  t.is(sink.find('"imageGCHighThresholdPercent" is not supported by nodelet yet').length, 1);
+  t.is(sink.find('"registryPullQPS" is not supported by nodelet yet').length, 1);
 });
 
 test('KubeletConfiguration maxPods bounds a standalone kubelet too (its admission), not only a joined one', (t) => {

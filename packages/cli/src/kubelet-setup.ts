@@ -227,6 +227,9 @@ export function resolveKubeletSetup(flags: KubeletFlags, env: SetupEnv): Kubelet
       ...(kc.evictionHard ? { evictionHard: kc.evictionHard } : {}),
     };
   }
+  // The eviction manager's thresholds and image garbage collection (with a stats provider).
+  if (kc.eviction) kubelet.eviction = kc.eviction;
+  if (kc.imageGC) kubelet.imageGC = kc.imageGC;
   if (kc.allowedUnsafeSysctls !== undefined) kubelet.allowedUnsafeSysctls = kc.allowedUnsafeSysctls;
   // Pods' DNS: resolv.conf from dnsPolicy, search paths and FQDNs under the cluster domain.
   if (kc.clusterDNS !== undefined) kubelet.clusterDNS = kc.clusterDNS;

@@ -39,7 +39,9 @@ Flags:
                       iptables if installed, else nftables if nft is, else userspace; userspace
                       without root; none runs no proxy)
   --config FILE       a NodeletConfiguration whose proxy: section configures the proxy, as for
-                      nodelet proxy --config (mode, iptables/nftables/ipvs sections, minSyncPeriod, …)
+                      nodelet proxy --config (mode, iptables/nftables/ipvs sections, minSyncPeriod, …),
+                      and whose kubelet: section (kubeletConfig: evictionHard, …) and plugins (e.g.
+                      runtime-fake's simulated node: memory, disk, usage) configure every node
   --token-auth-file FILE
                       static bearer tokens, one token,user,uid,"group1,group2" line each
                       (kube-apiserver's --token-auth-file)
@@ -340,6 +342,7 @@ export async function runUp(
         {
           hostnameOverride: name,
           kubeconfig: await cp.nodeKubeconfig(name),
+          ...(flags.config !== undefined ? { config: flags.config } : {}),
           runtime: flags.runtime,
           rootDir: join(nodeDir, 'kubelet'),
           readOnlyPort: 0,

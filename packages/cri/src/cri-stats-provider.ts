@@ -21,6 +21,7 @@ import type {
   NodeStats,
   PodReference,
   PodStats,
+  RlimitStats,
   StatsProvider,
   StatsSnapshot,
 } from './stats-provider.js';
@@ -57,6 +58,10 @@ export interface CriStatsProviderOptions {
   readNode?: () => Promise<HostNodeUsage>;
   /** Memory of a simulated node, for availableBytes (default 16 GiB). */
   memoryCapacityBytes?: number;
+  /** What a simulated node uses besides its pods (system daemons), added to their working set. */
+  nodeMemoryOverheadBytes?: () => number;
+  /** The node's process limits (`rlimit`: maxpid, curproc), for the `pid.available` signal. */
+  rlimit?: (nowMs: number) => RlimitStats | undefined;
   /** When the node booted (ms); default: when the provider was made. */
   nodeStartMs?: number;
   /** The node's file system (nodefs). */
@@ -236,7 +241,9 @@ export class CriStatsProvider implements StatsProvider {
     const sum = (pick: (p: PodStats) => number | undefined) =>
       pods.reduce((total, p) => total + (pick(p) ?? 0), 0);
     const cumulative = read ? usage.cpuUsageNs : sum((p) => p.cpu?.usageCoreNanoSeconds);
-    const workingSet = read ? usage.memoryWorkingSetBytes : sum((p) => p.memory?.workingSetBytes);
+    const workingSet = read
+      ? usage.memoryWorkingSetBytes
+      : sum((p) => p.memory?.workingSetBytes) + (this.options.nodeMemoryOverheadBytes?.() ?? 0);
     const capacity = usage.memoryCapacityBytes ?? this.options.memoryCapacityBytes ?? 16 * 2 ** 30;
     const cpu: CpuStats = this.cpu(
       '',
@@ -256,6 +263,7 @@ export class CriStatsProvider implements StatsProvider {
       systemContainers,
       ...(fs ? { fs } : {}),
       ...(imageFs ? { runtime: { imageFs } } : {}),
+      ...(o.rlimit ? { rlimit: o.rlimit(nowMs) } : {}),
       cpu,
       memory: {
         time: iso(nowMs),

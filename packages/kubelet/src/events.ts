@@ -71,5 +71,7 @@ declare module '@nodelet/kernel' {
       message: string;
     };
     '[Eviction] Eviction Started': { podUid: string; signal: string; message: string };
+    /** Something about the node itself (image GC failures, …), recorded as an Event on the Node. */
+    '[Kubelet] Node Event': { eventType: 'Normal' | 'Warning'; reason: string; message: string };
   }
 }

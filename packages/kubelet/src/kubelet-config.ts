@@ -7,6 +7,8 @@ import { type AuthorizationConfig, defaultAuthorization } from './server/authz.j
 import { opensslCiphers, tlsVersions } from './server/tls-options.js';
 import { SysctlAllowlist } from './sysctl-admission.js';
 import { type EvictionThreshold, parseEvictionThresholds } from './cm/node-allocatable.js';
+import { evictionConfig, type EvictionSettings } from './eviction/thresholds.js';
+import { DEFAULT_IMAGE_GC_POLICY, type ImageGCPolicy, validateImageGCPolicy } from './images/image-gc.js';
 import { quantityValue } from '@nodelet/api';
 
 /**
@@ -32,6 +34,10 @@ export interface KubeletConfigValues {
   kubeReserved?: Record<string, string>;
   /** Hard eviction thresholds; given, they replace upstream's defaults (as upstream). */
   evictionHard?: EvictionThreshold[];
+  /** The eviction manager's settings (`evictionHard`, `evictionSoft`, grace periods, minimum reclaim, …). */
+  eviction?: EvictionSettings;
+  /** `imageGCHighThresholdPercent`, `imageGCLowThresholdPercent`, `imageMinimumGCAge`, `imageMaximumGCAge`. */
+  imageGC?: Partial<ImageGCPolicy>;
   /** Unsafe (namespaced) sysctls pods may set; `prefix*` patterns. */
   allowedUnsafeSysctls?: string[];
   /** The kubepods / QoS / pod cgroups (default true on a real runtime). */
@@ -191,7 +197,26 @@ const implemented: Record<string, Reader> = {
   seccompDefault: (v, f, o) => (o.seccompDefault = bool(f, v)),
   systemReserved: (v, f, o) => (o.systemReserved = reservedResources(v, f)),
   kubeReserved: (v, f, o) => (o.kubeReserved = reservedResources(v, f)),
-  evictionHard: (v, f, o) => (o.evictionHard = parseEvictionThresholds(stringMap(v, f), f)),
+  evictionHard: (v, f, o) => {
+    o.evictionHard = parseEvictionThresholds(stringMap(v, f), f);
+    (o.eviction ??= {}).evictionHard = stringMap(v, f);
+  },
+  evictionSoft: (v, f, o) => ((o.eviction ??= {}).evictionSoft = stringMap(v, f)),
+  evictionSoftGracePeriod: (v, f, o) => {
+    const ms: Record<string, number> = {};
+    for (const [signal, d] of Object.entries(stringMap(v, f)))
+      ms[signal] = parseDuration(d, `${f}.${signal}`);
+    (o.eviction ??= {}).evictionSoftGracePeriod = ms;
+  },
+  evictionMinimumReclaim: (v, f, o) => ((o.eviction ??= {}).evictionMinimumReclaim = stringMap(v, f)),
+  evictionMaxPodGracePeriod: (v, f, o) =>
+    ((o.eviction ??= {}).evictionMaxPodGracePeriod = int(f, v, 0, 2 ** 31 - 1)),
+  evictionPressureTransitionPeriod: (v, f, o) =>
+    ((o.eviction ??= {}).evictionPressureTransitionPeriodMs = parseDuration(str(f, v), f)),
+  imageGCHighThresholdPercent: (v, f, o) => ((o.imageGC ??= {}).highThresholdPercent = int(f, v, 0, 100)),
+  imageGCLowThresholdPercent: (v, f, o) => ((o.imageGC ??= {}).lowThresholdPercent = int(f, v, 0, 100)),
+  imageMinimumGCAge: (v, f, o) => ((o.imageGC ??= {}).minAgeMs = parseDuration(str(f, v), f)),
+  imageMaximumGCAge: (v, f, o) => ((o.imageGC ??= {}).maxAgeMs = parseDuration(str(f, v), f)),
   allowedUnsafeSysctls: (v, f, o) => {
     if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) {
       throw new Error(`field "${f}" must be a list of sysctl names or patterns ending in *`);
@@ -268,10 +293,6 @@ const notYetImplemented = new Set([
   'healthzBindAddress',
   'oomScoreAdj',
   'streamingConnectionIdleTimeout',
-  'imageMinimumGCAge',
-  'imageMaximumGCAge',
-  'imageGCHighThresholdPercent',
-  'imageGCLowThresholdPercent',
   'volumeStatsAggPeriod',
   'kubeletCgroups',
   'systemCgroups',
@@ -292,11 +313,6 @@ const notYetImplemented = new Set([
   'contentType',
   'serializeImagePulls',
   'maxParallelImagePulls',
-  'evictionSoft',
-  'evictionSoftGracePeriod',
-  'evictionPressureTransitionPeriod',
-  'evictionMaxPodGracePeriod',
-  'evictionMinimumReclaim',
   'podsPerCore',
   'enableControllerAttachDetach',
   'protectKernelDefaults',
@@ -437,6 +453,13 @@ export function readKubeletConfig(path: string, logger: Logger): KubeletConfigVa
     throw new ConfigError(
       `${path}: fields "tlsCertFile" and "tlsPrivateKeyFile" go together: set both or neither`,
     );
+  }
+  try {
+    // Soft thresholds need their grace periods, minimum reclaims a known signal: checked as a whole.
+    if (out.eviction) evictionConfig(out.eviction);
+    if (out.imageGC) validateImageGCPolicy({ ...DEFAULT_IMAGE_GC_POLICY, ...out.imageGC });
+  } catch (err) {
+    throw new ConfigError(`${path}: ${(err as Error).message}`);
   }
   // The file's defaults, which differ from the flags' (upstream: anonymous off, authorization Webhook).
   out.authentication ??= defaultAuthentication();

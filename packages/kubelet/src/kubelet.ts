@@ -1,7 +1,7 @@
 import { hostname, totalmem } from 'node:os';
 import { join } from 'node:path';
 import type { Pod, PodList } from '@nodelet/api';
-import type { ImageService, RuntimeService } from '@nodelet/cri';
+import type { ImageService, RuntimeService, StatsProvider } from '@nodelet/cri';
 import type { Clock, EventBus, Logger } from '@nodelet/kernel';
 import type { PodObjects, VolumePlugin } from '@nodelet/volume';
 import type { Subscription } from 'rxjs';
@@ -12,6 +12,9 @@ import { type ReservationConfig, validateNodeAllocatable } from './cm/node-alloc
 import { type CgroupsConfig, ContainerManager } from './cm/container-manager.js';
 import { FileSource, PodConfig, type PodSource, UrlSource } from './config/index.js';
 import { Housekeeping } from './housekeeping.js';
+import type { EvictionManager, EvictionSettings } from './eviction/index.js';
+import { nodePressureManagers } from './eviction/kubelet-pressure.js';
+import type { ImageGarbageCollector, ImageGCPolicy } from './images/image-gc.js';
 import { ImagePuller } from './image-puller.js';
 import { KubeRuntime, RuntimeGarbageCollector } from './kuberuntime/index.js';
 import { LifecycleHookRunner } from './lifecycle/hook-runner.js';
@@ -83,6 +86,15 @@ export interface KubeletOptions extends PodNetworkSettings {
   seccompDefault?: boolean;
   /** Unsafe sysctls pods may set (`allowedUnsafeSysctls`; `prefix*` patterns); namespaced ones only. */
   allowedUnsafeSysctls?: string[];
+  /**
+   * The eviction manager's thresholds (`evictionHard`, `evictionSoft`, …; default: upstream's hard
+   * ones). It runs when the kubelet has a stats provider.
+   */
+  eviction?: EvictionSettings;
+  /** How often the eviction manager synchronizes (upstream's housekeeping interval, 10 s). */
+  evictionMonitoringPeriodMs?: number;
+  /** `imageGCHighThresholdPercent`, `imageGCLowThresholdPercent`, `imageMinimumGCAge`, `imageMaximumGCAge`. */
+  imageGC?: Partial<ImageGCPolicy>;
 }
 
 export interface KubeletDeps {
@@ -101,6 +113,11 @@ export interface KubeletDeps {
   objects?: PodObjects;
   /** mount(8)/umount(8) of tmpfs volumes (default: the host's, when running as root on Linux). */
   mounter?: Mounter;
+  /**
+   * Usage of the node, its pods and containers (the `stats.provider`): with it, the eviction manager and
+   * image garbage collection run.
+   */
+  stats?: StatsProvider;
 }
 
 export class Kubelet {
@@ -132,6 +149,10 @@ export class Kubelet {
   /** The node as admission sees it without an API server (read once: the host does not change). */
   private localNode?: AdmissionNode;
   private readonly cleanups: Housekeeping;
+  /** Evicts pods under resource pressure and reports the pressure conditions (with a stats provider). */
+  readonly evictionManager?: EvictionManager;
+  /** Removes unused images when the image file system fills up (with a stats provider). */
+  readonly imageGC?: ImageGarbageCollector;
   private readonly sources: PodSource[];
   private syncLoop?: Subscription;
   /** When the sync loop last ran an iteration (0: not yet), for `/healthz/syncloop`. */
@@ -244,11 +265,12 @@ export class Kubelet {
     );
     this.podConfig = new PodConfig({ bus, clock, logger: this.logger.child('config') });
     this.sources = podSources(options, deps, this.logger);
+    const containerGC = new RuntimeGarbageCollector(runtime, this.kubeRuntime, {
+      nodeName: options.nodeName,
+      logger: this.logger,
+    });
     this.cleanups = new Housekeeping({
-      gc: new RuntimeGarbageCollector(runtime, this.kubeRuntime, {
-        nodeName: options.nodeName,
-        logger: this.logger,
-      }),
+      gc: containerGC,
       volumes: this.volumes,
       seenAllSources: () => this.podConfig.seenAllSources(),
       wanted: (uid) => this.podManager.has(uid) || this.workers.isKnown(uid),
@@ -258,6 +280,28 @@ export class Kubelet {
     if (options.reservation) {
       const capacity = options.apiServer?.capacity ?? hostResources({ rootDir: options.rootDir }).capacity;
       validateNodeAllocatable(capacity, options.reservation);
+    }
+    if (deps.stats) {
+      const managers = nodePressureManagers({
+        runtime,
+        images: deps.images,
+        stats: deps.stats,
+        clock,
+        bus,
+        logger: this.logger,
+        rootDir: options.rootDir,
+        containerGC,
+        // A pod already chosen is being stopped: not a candidate again (upstream: termination requested).
+        activePods: () => this.activePods().filter((p) => !this.podSync.isEvicted(p.metadata!.uid!)),
+        evict: (pod, grace, message) => {
+          this.podSync.evict(pod, grace, message);
+          this.workers.requestSync(pod.metadata!.uid!);
+        },
+        conditionsChanged: (conditions) => this.nodeAgent?.setPressure(conditions),
+        settings: options,
+      });
+      this.evictionManager = managers.evictionManager;
+      this.imageGC = managers.imageGC;
     }
     this.admission = new PodAdmission({
       node: () => this.admissionNode(),
@@ -321,6 +365,8 @@ export class Kubelet {
     this.nodeAgent?.start();
     for (const source of this.sources) this.podConfig.attach(source);
     this.pleg.start();
+    this.evictionManager?.start(this.options.evictionMonitoringPeriodMs);
+    this.imageGC?.start();
     this.logger.info('kubelet started', {
       node: this.options.nodeName,
       sources: this.sources.map((s) => s.name).join(','),
@@ -328,6 +374,8 @@ export class Kubelet {
   }
 
   async stop(): Promise<void> {
+    this.evictionManager?.stop();
+    this.imageGC?.stop();
     await this.nodeAgent?.stop();
     this.syncLoop?.unsubscribe();
     this.syncLoop = undefined;
@@ -382,8 +430,13 @@ export class Kubelet {
    * them (against the registered Node), every other pod against this node. A rejected pod is Failed.
    */
   private admit(pod: Pod): boolean {
-    // What no node of this kubelet can run comes first, whatever the pod's source (upstream's order).
-    const refused = [admitPodOS(pod), this.sysctls.admit(pod)].find((r) => !r.admit);
+    // What no node of this kubelet can run comes first, whatever the pod's source (upstream's order);
+    // then what the node cannot take under resource pressure.
+    const refused = [
+      admitPodOS(pod),
+      this.sysctls.admit(pod),
+      this.evictionManager?.admit(pod) ?? { admit: true },
+    ].find((r) => !r.admit);
     if (refused) this.admission.rejected(pod, refused);
     const verdict =
       refused ??

@@ -92,6 +92,8 @@ export const kubeletPlugin = definePlugin<KubeletPluginConfig>({
         logger: ctx.logger,
         probeHandlers: ctx.getAll(ProbeHandlerCapability),
         volumePlugins: ctx.getAll(VolumePluginCapability),
+        // Eviction and image garbage collection read the same usage the stats endpoints serve.
+        stats: observability.stats,
       },
       ctx.config,
     );

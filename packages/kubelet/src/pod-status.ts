@@ -46,6 +46,8 @@ export interface StatusInputs {
   terminal?: boolean;
   /** The pod ran past its `activeDeadlineSeconds`: Failed, with upstream's reason and message. */
   deadlineExceeded?: boolean;
+  /** The eviction manager stopped the pod: Failed, reason Evicted, this message, DisruptionTarget. */
+  evicted?: { message: string };
   /**
    * The runtime's name as CRI Version reports it (`containerd`, `cri-o`, `nodelet-fake`): container IDs
    * are `<runtimeName>://<id>`, as upstream. Default `containerd`.
@@ -250,9 +252,10 @@ export function generatePodStatus(inputs: StatusInputs): PodStatus {
     ...containerStatus(c, inputs, 'ContainerCreating', false),
     ready: false,
   }));
-  const phase = inputs.deadlineExceeded
-    ? 'Failed'
-    : getPhase(pod, initStatuses, appStatuses, inputs.terminal);
+  const phase =
+    inputs.deadlineExceeded || inputs.evicted
+      ? 'Failed'
+      : getPhase(pod, initStatuses, appStatuses, inputs.terminal);
   const initialized = initDone || appStarted;
   const sidecarStatuses = initStatuses.filter((_, i) => isSidecar(spec.initContainers![i]!));
   const notReady = [...sidecarStatuses, ...appStatuses].filter((s) => !s.ready).map((s) => s.name);
@@ -270,7 +273,8 @@ export function generatePodStatus(inputs: StatusInputs): PodStatus {
   const foreign = foreignConditions(pod);
   const gates = containersReady && !completed ? unreadyGatesMessage(pod, foreign) : '';
   const conditions: PodCondition[] = [
-    ...foreign,
+    ...foreign.filter((c) => !(inputs.evicted && c.type === 'DisruptionTarget')),
+    ...(inputs.evicted ? [disruptionTarget(inputs.evicted.message, now, previous)] : []),
     condition('PodReadyToStartContainers', sandboxReady, now, previous),
     condition(
       'Initialized',
@@ -307,6 +311,7 @@ export function generatePodStatus(inputs: StatusInputs): PodStatus {
     hostIPs: inputs.hostIP ? [{ ip: inputs.hostIP }] : [],
     ...(podIP ? { podIP, podIPs: [podIP, ...(sandbox?.additionalIps ?? [])].map((ip) => ({ ip })) } : {}),
     ...(inputs.deadlineExceeded ? deadlineExceeded : {}),
+    ...(inputs.evicted ? { reason: 'Evicted', message: inputs.evicted.message } : {}),
     startTime: previous?.startTime ?? rfc3339(now),
     ...(initStatuses.length ? { initContainerStatuses: initStatuses } : {}),
     containerStatuses: appStatuses,
@@ -315,6 +320,15 @@ export function generatePodStatus(inputs: StatusInputs): PodStatus {
   };
   limitTerminationMessages(pod, status);
   return status;
+}
+
+/** The condition of a pod the kubelet stopped to reclaim a resource (upstream's eviction manager). */
+function disruptionTarget(message: string, now: number, previous: PodStatus | undefined): PodCondition {
+  return {
+    ...condition('DisruptionTarget', true, now, previous),
+    reason: 'TerminationByKubelet',
+    message,
+  };
 }
 
 /** Upstream's status of a pod that ran past its active deadline (kubelet_pods.go, pastActiveDeadline). */

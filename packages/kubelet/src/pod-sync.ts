@@ -48,6 +48,8 @@ export class PodSync implements PodSyncer {
   private readonly plegNews = new Map<string, PlegChange[]>();
   /** Pods failed for their active deadline (the event is recorded once). */
   private readonly pastDeadline = new Set<string>();
+  /** Pods the eviction manager stopped: the message of their status and the grace period of the kill. */
+  private readonly evicted = new Map<string, { message: string; gracePeriodSeconds: number }>();
   /**
    * The runtime's name from CRI Version, for container IDs (`<name>://<id>`). A runtime that does not
    * answer now is asked again by the next status update; until then IDs say `containerd`.
@@ -100,6 +102,8 @@ export class PodSync implements PodSyncer {
     const { uid, name, namespace } = identity(pod);
     const { kubeRuntime } = this.deps;
     this.plegNews.delete(uid); // this sync reads the runtime afresh
+    const eviction = this.evicted.get(uid);
+    if (eviction) return this.failEvicted(pod, eviction);
     // A pod that finished (Succeeded, or Failed for another reason) keeps its phase: phases never go back.
     const previous = this.deps.statusManager.get(uid);
     const finished =
@@ -165,13 +169,58 @@ export class PodSync implements PodSyncer {
     return {};
   }
 
+  /**
+   * The eviction manager chose this pod (upstream killPodNow from evictPod): its next sync stops it with
+   * `gracePeriodSeconds` and marks it Failed with reason Evicted and `message`, and a Warning `Evicted`
+   * event says so. The pod stays known until its source deletes it, as upstream.
+   */
+  evict(pod: Pod, gracePeriodSeconds: number, message: string): void {
+    const { uid, name, namespace } = identity(pod);
+    if (this.evicted.has(uid)) return;
+    this.evicted.set(uid, { message, gracePeriodSeconds });
+    this.deps.bus.emit('[Kubelet] Pod Event', {
+      podUid: uid,
+      podName: name,
+      namespace,
+      eventType: 'Warning',
+      reason: 'Evicted',
+      message,
+    });
+  }
+
+  /** Whether the eviction manager chose this pod (it is being stopped, or was). */
+  isEvicted(uid: string): boolean {
+    return this.evicted.has(uid);
+  }
+
+  private async failEvicted(
+    pod: Pod,
+    eviction: { message: string; gracePeriodSeconds: number },
+  ): Promise<SyncOutcome> {
+    const { uid, name, namespace } = identity(pod);
+    const { kubeRuntime } = this.deps;
+    const status = await kubeRuntime.getPodStatus(uid, name, namespace);
+    const killed = await kubeRuntime.killPodWithStatus(
+      pod,
+      status,
+      eviction.gracePeriodSeconds,
+      'the pod was evicted',
+    );
+    const after = killed ? await kubeRuntime.getPodStatus(uid, name, namespace) : status;
+    this.updateStatus(pod, after, true, false, { message: eviction.message });
+    this.lastSeen.delete(uid);
+    return {};
+  }
+
   async terminatePod(pod: Pod, gracePeriodSeconds: number | undefined): Promise<void> {
     const { uid, name, namespace } = identity(pod);
     const { kubeRuntime } = this.deps;
     const status = await kubeRuntime.getPodStatus(uid, name, namespace);
     this.deps.logger.info('Terminating pod', { pod: podRef(pod), podUID: uid });
     await kubeRuntime.killPodWithStatus(pod, status, gracePeriodSeconds);
-    this.updateStatus(pod, await kubeRuntime.getPodStatus(uid, name, namespace), true);
+    // An evicted pod deleted afterwards stays Failed/Evicted until it is gone.
+    const evicted = this.evicted.get(uid);
+    this.updateStatus(pod, await kubeRuntime.getPodStatus(uid, name, namespace), true, false, evicted);
   }
 
   async cleanupPod(pod: Pod): Promise<void> {
@@ -189,6 +238,7 @@ export class PodSync implements PodSyncer {
     this.deps.prober.removePod(uid);
     this.waiting.delete(uid);
     this.pastDeadline.delete(uid);
+    this.evicted.delete(uid);
     this.deps.statusManager.delete(uid);
     this.deps.bus.emit('[PodWorker] Pod Terminated', {
       podUid: uid,
@@ -198,7 +248,13 @@ export class PodSync implements PodSyncer {
     this.deps.logger.info('Pod terminated and removed', { pod: podRef(pod), podUID: uid });
   }
 
-  private updateStatus(pod: Pod, runtime: RuntimePodStatus, terminal = false, pastDeadline = false): void {
+  private updateStatus(
+    pod: Pod,
+    runtime: RuntimePodStatus,
+    terminal = false,
+    pastDeadline = false,
+    evicted?: { message: string },
+  ): void {
     const uid = pod.metadata!.uid!;
     const { prober, statusManager, hostIP } = this.deps;
     prober.updatePod(pod, runtime, hostIP);
@@ -213,6 +269,7 @@ export class PodSync implements PodSyncer {
       previous: statusManager.get(uid),
       terminal,
       ...(pastDeadline ? { deadlineExceeded: true } : {}),
+      ...(evicted ? { evicted } : {}),
       ...(this.runtimeName !== undefined ? { runtimeName: this.runtimeName } : {}),
     });
     if (this.runtimeName === undefined) void this.learnRuntimeName();

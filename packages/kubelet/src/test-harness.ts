@@ -2,12 +2,12 @@
 // a source the test controls.
 import type { Pod } from '@nodelet/api';
 import { createLogger, EventBus, MemorySink, VirtualClock } from '@nodelet/kernel';
-import { FakeRuntime } from '@nodelet/runtime-fake';
+import { FakeRuntime, type FakeRuntimeConfig } from '@nodelet/runtime-fake';
 import { BehaviorSubject } from 'rxjs';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Kubelet } from './kubelet.js';
+import { Kubelet, type KubeletOptions } from './kubelet.js';
 import type { PodSource } from './config/index.js';
 import type { ProbeHandler } from './prober/index.js';
 import type { PodObjects } from '@nodelet/volume';
@@ -45,6 +45,13 @@ export async function startHarness(
     objects?: PodObjects;
     /** clusterDNS, clusterDomain, resolvConf (default: none, none, the host's /etc/resolv.conf). */
     network?: PodNetworkSettings;
+    /**
+     * Run the eviction manager and image GC on the fake runtime's simulated node stats, with these
+     * kubelet options (`eviction`, `imageGC`, `evictionMonitoringPeriodMs`).
+     */
+    eviction?: Pick<KubeletOptions, 'eviction' | 'imageGC' | 'evictionMonitoringPeriodMs'>;
+    /** The fake runtime's configuration (default: instant pulls). */
+    runtimeConfig?: FakeRuntimeConfig;
   } = {},
 ): Promise<Harness> {
   const clock = new VirtualClock();
@@ -52,7 +59,7 @@ export async function startHarness(
   const logger = createLogger({ sink: logs.sink, level: 'debug', now: () => clock.now() });
   const bus = new EventBus(clock, logger);
   // Instant pulls: these tests time the kubelet, not a registry (the fake's default is 100 ms).
-  const runtime = new FakeRuntime({ clock, logger, config: { pullLatencyMs: 0 } });
+  const runtime = new FakeRuntime({ clock, logger, config: { pullLatencyMs: 0, ...options.runtimeConfig } });
   const source = new TestSource();
   const dir = mkdtempSync(join(tmpdir(), 'nodelet-kubelet-'));
   const kubelet = new Kubelet(
@@ -66,6 +73,7 @@ export async function startHarness(
       objects: options.objects,
       // Memory-backed volumes are plain directories: a test mounts nothing on the host.
       mounter: new HostMounter({ tmpfs: false }),
+      ...(options.eviction ? { stats: runtime.statsProvider() } : {}),
     },
     {
       nodeName: 'node1',
@@ -74,6 +82,7 @@ export async function startHarness(
       podLogsDir: join(dir, 'logs'),
       sources: [source],
       ...options.network,
+      ...options.eviction,
     },
   );
   await kubelet.start();

@@ -5,7 +5,7 @@ import { invalidInput } from '@nodelet/kernel';
 /**
  * How a fake container behaves. Scripted per container by a pod annotation
  * (`runtime-fake.nodelet.dev/<container-name>` or `runtime-fake.nodelet.dev/all`, value e.g.
- * `exitAfter=5s,exitCode=1`, or `cpu=250m,memory=100Mi` for simulated usage) or by `FakeRuntime.script(...)`. A container without a behaviour starts
+ * `exitAfter=5s,exitCode=1`, or `cpu=250m,memory=100Mi,memoryGrowth=10Mi` for simulated usage) or by `FakeRuntime.script(...)`. A container without a behaviour starts
  * at once, runs until it is stopped, and exits 143 on SIGTERM.
  */
 export interface ContainerBehavior {
@@ -58,6 +58,10 @@ export interface ContainerBehavior {
   memoryBytes?: number;
   /** Bytes the container wrote to its writable layer (`disk=1Gi`). */
   diskBytes?: number;
+  /** Memory the running process adds every second of the clock (`memoryGrowth=50Mi`): a leak. */
+  memoryGrowthBytes?: number;
+  /** Bytes the running process adds to its writable layer every second (`diskGrowth=10Mi`). */
+  diskGrowthBytes?: number;
 }
 
 /** Annotation key prefix; the rest of the key is a container name or `all`. */
@@ -89,6 +93,8 @@ const FIELDS: Record<string, { field: keyof ContainerBehavior; kind: Kind }> = {
   cpu: { field: 'cpuMillicores', kind: 'cpu' },
   memory: { field: 'memoryBytes', kind: 'bytes' },
   disk: { field: 'diskBytes', kind: 'bytes' },
+  memoryGrowth: { field: 'memoryGrowthBytes', kind: 'bytes' },
+  diskGrowth: { field: 'diskGrowthBytes', kind: 'bytes' },
 };
 
 /** The behaviour fields that script probes (the rest script the process). */
@@ -279,14 +285,22 @@ export interface ResolvedBehavior {
   readonly usage: SimulatedUsage;
 }
 
-/** What a running fake container uses, as its stats report it. */
+/** What a running fake container uses, as its stats report it; the growths are per second run. */
 export interface SimulatedUsage {
   readonly cpuMillicores: number;
   readonly memoryBytes: number;
   readonly diskBytes: number;
+  readonly memoryGrowthBytes: number;
+  readonly diskGrowthBytes: number;
 }
 
-export const NO_USAGE: SimulatedUsage = Object.freeze({ cpuMillicores: 0, memoryBytes: 0, diskBytes: 0 });
+export const NO_USAGE: SimulatedUsage = Object.freeze({
+  cpuMillicores: 0,
+  memoryBytes: 0,
+  diskBytes: 0,
+  memoryGrowthBytes: 0,
+  diskGrowthBytes: 0,
+});
 
 /** How a container answers its probes, worked out from the probe fields. */
 export interface ProbeScript {
@@ -357,11 +371,13 @@ export function resolveBehavior(layers: readonly ContainerBehavior[]): ResolvedB
     terminationMessage: b.terminationMessage,
     probes: resolveProbeScript(b),
     usage:
-      b.cpuMillicores || b.memoryBytes || b.diskBytes
+      b.cpuMillicores || b.memoryBytes || b.diskBytes || b.memoryGrowthBytes || b.diskGrowthBytes
         ? {
             cpuMillicores: b.cpuMillicores ?? 0,
             memoryBytes: b.memoryBytes ?? 0,
             diskBytes: b.diskBytes ?? 0,
+            memoryGrowthBytes: b.memoryGrowthBytes ?? 0,
+            diskGrowthBytes: b.diskGrowthBytes ?? 0,
           }
         : NO_USAGE,
   };

@@ -1,4 +1,5 @@
 import { BUILTIN_IMAGES, type FakeImageConfig } from './image-config.js';
+import type { SimulatedNodeConfig } from './simulated-node.js';
 
 /** Configuration of the fake runtime (the `plugins.runtime-fake` section of the config file). */
 export interface FakeRuntimeConfig {
@@ -26,6 +27,12 @@ export interface FakeRuntimeConfig {
    * Added to the built-in entries (pause, busybox, nginx), before them.
    */
   images?: readonly FakeImageConfig[];
+  /**
+   * The simulated machine: `memory`, `disk` (quantities), `inodes`, `pids`, and what the node uses
+   * besides its pods (`usage: {memoryBytes, diskBytes, inodes, processes}`) — the stats the kubelet's
+   * eviction manager reads.
+   */
+  node?: SimulatedNodeConfig;
 }
 
 export { BUILTIN_IMAGES, type FakeImageConfig };
@@ -34,7 +41,7 @@ export { BUILTIN_IMAGES, type FakeImageConfig };
 export const PAUSE_IMAGE = 'registry.k8s.io/pause:3.9';
 export const BUSYBOX_IMAGE = 'docker.io/library/busybox:latest';
 
-export const DEFAULT_CONFIG: Readonly<Required<Omit<FakeRuntimeConfig, 'writeLogs'>>> & {
+export const DEFAULT_CONFIG: Readonly<Required<Omit<FakeRuntimeConfig, 'writeLogs' | 'node'>>> & {
   readonly writeLogs: boolean | undefined;
 } = Object.freeze({
   pullLatencyMs: 100,
@@ -100,6 +107,28 @@ export const fakeRuntimeConfigSchema = {
           entrypoint: { type: 'array', items: { type: 'string' } },
           cmd: { type: 'array', items: { type: 'string' } },
           stdout: { type: 'string' },
+        },
+      },
+    },
+    node: {
+      type: 'object',
+      additionalProperties: false,
+      description:
+        'the simulated machine: memory, disk, inodes, pids and what the node uses besides its pods',
+      properties: {
+        memory: { type: 'string' },
+        disk: { type: 'string' },
+        inodes: { type: 'integer', minimum: 0 },
+        pids: { type: 'integer', minimum: 0 },
+        usage: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            memoryBytes: { type: ['string', 'integer'] },
+            diskBytes: { type: ['string', 'integer'] },
+            inodes: { type: 'integer', minimum: 0 },
+            processes: { type: 'integer', minimum: 0 },
+          },
         },
       },
     },

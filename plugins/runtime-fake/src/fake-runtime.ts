@@ -6,6 +6,7 @@ import {
   PodSandboxConfig,
   type RuntimeService,
   type ProbeType,
+  type StatsProvider,
 } from '@nodelet/cri';
 import {
   type ContainerBehavior,
@@ -18,7 +19,7 @@ import {
 import { type LogStream } from './cri-log.js';
 import { type ExecHandler } from './exec.js';
 import { type ProbeVerdict, probeVerdict } from './probes.js';
-import { containerStateName } from './records.js';
+import { containerStateName, diskUsageBytes } from './records.js';
 import { ImageApi } from './image-api.js';
 import { type ScriptTarget, type Script } from './runtime-core.js';
 
@@ -40,6 +41,32 @@ export { RUNTIME_NAME, RUNTIME_VERSION, type FakeRuntimeOptions, type ScriptTarg
  * plain running pods holds no timers at all.
  */
 export class FakeRuntime extends ImageApi implements RuntimeService, ImageService {
+  private stats?: StatsProvider;
+
+  /**
+   * The Summary API of the simulated node (`stats.provider`): pods' usage from their behaviours, the
+   * node's from `node` (its capacity and own usage) plus the images and writable layers on its disk.
+   */
+  statsProvider(): StatsProvider {
+    return (this.stats ??= this.node.statsProvider(
+      this,
+      {
+        imageBytes: () => Number(this.images.usedBytes()),
+        imageCount: () => this.images.count,
+        containerDiskBytes: (nowNs) => {
+          let total = 0;
+          for (const c of this.store.findContainers(undefined)) total += diskUsageBytes(c, nowNs);
+          return total;
+        },
+        runningContainers: () =>
+          [...this.store.findContainers(undefined)].filter(
+            (c) => c.state === ContainerState.CONTAINER_RUNNING,
+          ).length,
+      },
+      this.clock,
+    ));
+  }
+
   /**
    * Scripts the behaviour of containers created from now on whose name is `match` (or for which the
    * predicate holds), e.g. `script('app', 'exitAfter=5s,exitCode=1')` or

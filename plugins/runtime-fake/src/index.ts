@@ -21,3 +21,4 @@ export { IpAllocator } from './ip-allocator.js';
 export { fakeProbeHandlers, probeVerdict, type ProbeAnswerer, type ProbeVerdict } from './probes.js';
 export type { LogStream } from './cri-log.js';
 export { runtimeFakePlugin as default } from './plugin.js';
+export { SimulatedNode, type NodeUsage, type SimulatedNodeConfig } from './simulated-node.js';

@@ -195,8 +195,9 @@ export const IMAGE_FS_MOUNTPOINT = '/var/lib/containerd/io.containerd.snapshotte
  * `disk`). Cumulative CPU advances on the clock while the container runs, at its configured rate.
  */
 export function toContainerStats(c: ContainerRecord, now: bigint): ContainerStats {
-  const usage = c.behavior.usage;
   const cpu = cumulativeCpuNs(c, now);
+  const memory = running(c) ? BigInt(memoryUsageBytes(c, now)) : 0n;
+  const disk = diskUsageBytes(c, now);
   return ContainerStats.fromPartial({
     attributes: {
       id: c.id,
@@ -207,13 +208,13 @@ export function toContainerStats(c: ContainerRecord, now: bigint): ContainerStat
     cpu: {
       timestamp: now,
       usageCoreNanoSeconds: { value: cpu },
-      usageNanoCores: { value: running(c) ? BigInt(usage.cpuMillicores) * 1_000_000n : 0n },
+      usageNanoCores: { value: running(c) ? BigInt(c.behavior.usage.cpuMillicores) * 1_000_000n : 0n },
     },
     memory: {
       timestamp: now,
-      workingSetBytes: { value: running(c) ? BigInt(usage.memoryBytes) : 0n },
-      usageBytes: { value: running(c) ? BigInt(usage.memoryBytes) : 0n },
-      rssBytes: { value: running(c) ? BigInt(usage.memoryBytes) : 0n },
+      workingSetBytes: { value: memory },
+      usageBytes: { value: memory },
+      rssBytes: { value: memory },
       availableBytes: { value: 0n },
       pageFaults: { value: 0n },
       majorPageFaults: { value: 0n },
@@ -221,10 +222,29 @@ export function toContainerStats(c: ContainerRecord, now: bigint): ContainerStat
     writableLayer: {
       timestamp: now,
       fsId: { mountpoint: IMAGE_FS_MOUNTPOINT },
-      usedBytes: { value: BigInt(usage.diskBytes) },
-      inodesUsed: { value: usage.diskBytes > 0 ? 1n : 0n },
+      usedBytes: { value: BigInt(disk) },
+      inodesUsed: { value: disk > 0 ? 1n : 0n },
     },
   });
+}
+
+/** Seconds the container has run by `now` (until it exited). */
+function secondsRun(c: ContainerRecord, now: bigint): number {
+  if (c.state === ContainerState.CONTAINER_CREATED) return 0;
+  const end = running(c) ? now : c.finishedAt > c.startedAt ? c.finishedAt : c.startedAt;
+  return end > c.startedAt ? Number((end - c.startedAt) / 1_000_000n) / 1000 : 0;
+}
+
+/** The simulated working set: the scripted amount plus its growth over the time run. */
+export function memoryUsageBytes(c: ContainerRecord, now: bigint): number {
+  const { memoryBytes, memoryGrowthBytes } = c.behavior.usage;
+  return Math.floor(memoryBytes + memoryGrowthBytes * secondsRun(c, now));
+}
+
+/** The simulated writable layer: kept after the container exits, until it is removed. */
+export function diskUsageBytes(c: ContainerRecord, now: bigint): number {
+  const { diskBytes, diskGrowthBytes } = c.behavior.usage;
+  return Math.floor(diskBytes + diskGrowthBytes * secondsRun(c, now));
 }
 
 function running(c: ContainerRecord): boolean {

@@ -3,6 +3,7 @@ import { type Clock, errorMessage, invalidInput, type Logger, notFound, unavaila
 import { ContainerConfig, type RuntimeCondition } from '@nodelet/cri';
 import { ALL_CONTAINERS, behaviorsFromAnnotations, type ContainerBehavior } from './behavior.js';
 import { DEFAULT_CONFIG, type FakeRuntimeConfig } from './config.js';
+import { SimulatedNode } from './simulated-node.js';
 import { ContainerLifecycle } from './container-lifecycle.js';
 import { ContainerLogs } from './container-logs.js';
 import { containerView } from './container-view.js';
@@ -56,6 +57,8 @@ export abstract class FakeRuntimeCore {
   protected readonly lifecycle: ContainerLifecycle;
   protected readonly containerLogs: ContainerLogs;
   protected readonly images: ImageStore;
+  /** The machine this runtime pretends to run on (its capacity and its own usage). */
+  readonly node: SimulatedNode;
   protected ipPool: IpAllocator;
   protected readonly idSalt: string;
   protected idCounter = 0;
@@ -94,6 +97,7 @@ export abstract class FakeRuntimeCore {
       throw invalidInput(`runtime-fake: ${errorMessage(err)}`);
     }
     this.images = new ImageStore(this.clock, config.pullLatencyMs, table);
+    this.node = new SimulatedNode(config.node);
     const field = (name: string, i: number, fn: () => void) => {
       try {
         fn();

@@ -175,6 +175,7 @@ export class NodeAgent {
         }
       }),
       bus.subscribe('[PodWorker] Pod Terminated', (e) => this.pods.delete(e.podUid)),
+      bus.subscribe('[Kubelet] Node Event', (e) => this.recorder?.node(e.eventType, e.reason, e.message)),
       bus.subscribe('[Kubelet] Pod Event', (e) => {
         const pod = this.pods.get(e.podUid) ?? {
           metadata: { uid: e.podUid, name: e.podName, namespace: e.namespace },
@@ -206,6 +207,25 @@ export class NodeAgent {
     this.recorder?.stop();
     this.ownedApi?.close();
     await this.connecting;
+  }
+
+  /**
+   * The eviction manager's pressure conditions now (the others are False): written to the Node's status
+   * at once, as upstream's eviction manager asks for a node status update.
+   */
+  setPressure(conditions: readonly ('MemoryPressure' | 'DiskPressure' | 'PIDPressure')[]): void {
+    this.pressure = conditions;
+    this.applyPressure();
+  }
+
+  private pressure: readonly ('MemoryPressure' | 'DiskPressure' | 'PIDPressure')[] = [];
+
+  private applyPressure(): void {
+    const status = this.nodeStatus;
+    if (!status) return;
+    for (const type of ['MemoryPressure', 'DiskPressure', 'PIDPressure'] as const)
+      status.setPressure(type, this.pressure.includes(type));
+    status.kick();
   }
 
   /** Whether the node is registered (its Node exists in the API). */
@@ -334,6 +354,7 @@ export class NodeAgent {
         statusReportFrequencyMs: options.nodeStatusReportFrequencyMs,
       },
     );
+    this.applyPressure();
     this.lease = new NodeLeaseController(api, clock, logger.child('node-lease'), {
       nodeName: host.nodeName,
       leaseDurationSeconds: options.nodeLeaseDurationSeconds,

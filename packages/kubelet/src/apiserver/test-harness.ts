@@ -49,6 +49,8 @@ export async function startCluster(
     /** Kubelet options beside the harness's (a reservation, say). */
     kubelet?: Partial<KubeletOptions>;
     start?: boolean;
+    /** Give the kubelet the fake runtime's simulated node stats: eviction and image GC run. */
+    stats?: boolean;
   } = {},
 ): Promise<ClusterHarness> {
   const clock = options.clock ?? new VirtualClock();
@@ -63,7 +65,14 @@ export async function startCluster(
   const dir = mkdtempSync(join(tmpdir(), 'nodelet-cluster-'));
   const make = () =>
     new Kubelet(
-      { runtime, images: runtime, bus, clock, logger },
+      {
+        runtime,
+        images: runtime,
+        bus,
+        clock,
+        logger,
+        ...(options.stats ? { stats: runtime.statsProvider() } : {}),
+      },
       {
         nodeName,
         hostIP: '192.0.2.10',

@@ -48,8 +48,16 @@ export class RuntimeGarbageCollector {
     }
   }
 
+  /**
+   * Under disk pressure (upstream DeleteAllUnusedContainers): every dead container but the newest of
+   * each (pod, name), whose exit the pod's status and restart count still need.
+   */
+  deleteAllUnusedContainers(): Promise<void> {
+    return this.removeDeadContainers(1);
+  }
+
   /** Keeps the newest container of each (pod, name) and one dead one before it; removes older dead ones. */
-  async removeDeadContainers(): Promise<void> {
+  async removeDeadContainers(keep = 2): Promise<void> {
     const { containers } = await this.runtime.listContainers({});
     const byKey = new Map<string, typeof containers>();
     for (const c of containers) {
@@ -60,9 +68,9 @@ export class RuntimeGarbageCollector {
       byKey.set(key, list);
     }
     for (const list of byKey.values()) {
-      if (list.length <= 2) continue;
+      if (list.length <= keep) continue;
       list.sort((a, b) => Number(b.createdAt - a.createdAt));
-      for (const old of list.slice(2)) {
+      for (const old of list.slice(keep)) {
         if (old.state === 2 /* EXITED */) await this.runtime.removeContainer({ containerId: old.id });
       }
     }

@@ -104,3 +104,14 @@ test('a runtime without ListPodSandboxStats: containers from ListContainerStats,
   );
   t.is(pod.network?.name, expected[0]!.name, 'the first interface is the default one');
 });
+
+test('rlimit: pid_max and the scheduling entities of /proc/loadavg, for pid.available', async (t) => {
+  const { hostRlimit } = await import('./host-stats.js');
+  const proc = mkdtempSync(join(tmpdir(), 'nodelet-proc-'));
+  t.teardown(() => rmSync(proc, { recursive: true, force: true }));
+  mkdirSync(join(proc, 'sys/kernel'), { recursive: true });
+  writeFileSync(join(proc, 'sys/kernel/pid_max'), '4194304\n');
+  writeFileSync(join(proc, 'loadavg'), '0.52 0.58 0.59 3/912 12345\n');
+  t.like(hostRlimit(0, proc), { maxpid: 4194304, curproc: 912 });
+  t.is(hostRlimit(0, join(proc, 'missing')), undefined);
+});

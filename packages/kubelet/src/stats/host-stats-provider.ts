@@ -10,6 +10,7 @@ import { hostNodeReader } from './host-node-reader.js';
 import {
   containerLogsUsage,
   fsStatsOf,
+  hostRlimit,
   imageFsStats,
   kubeletSystemContainer,
   sandboxNetDev,
@@ -38,6 +39,7 @@ export function hostStatsProvider(
     readNode: hostNodeReader(options.cgroupRoot, options.procRoot),
     nodeFs: (nowMs) => fsStatsOf(options.rootDir, nowMs),
     imageFs: (nowMs) => imageFsStats(images, nowMs),
+    rlimit: (nowMs) => hostRlimit(nowMs, options.procRoot),
     sandboxNetDev: sandboxNetDev(runtime, options.procRoot),
     logsUsage: containerLogsUsage(options.podLogsDir ?? '/var/log/pods'),
     systemContainers: async (nowMs) => {

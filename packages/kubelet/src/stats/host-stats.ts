@@ -4,9 +4,10 @@
  * (/proc/<sandbox pid>/net/dev, the pid from containerd's verbose PodSandboxStatus) when the runtime
  * does not report it, and the kubelet's own cgroup as the `kubelet` system container.
  */
+import { readFileSync } from 'node:fs';
 import { readdir, readFile, stat, statfs } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { FsStats, ImageService, RuntimeService, ContainerSummaryStats } from '@nodelet/cri';
+import type { FsStats, ImageService, RuntimeService, ContainerSummaryStats, RlimitStats } from '@nodelet/cri';
 import { cgroupLocation, readCgroupUsage, readNetDev, type NetDevCounters } from './cgroup-reader.js';
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -113,4 +114,20 @@ export function containerLogsUsage(podLogsDir: string) {
     }
     return bytes;
   };
+}
+
+/**
+ * The node's process ids (upstream's rlimit stats, the `pid.available` signal): `pid_max`, and the
+ * kernel's count of scheduling entities now (the total of /proc/loadavg's running/total, as sysinfo's
+ * procs). Undefined where /proc cannot be read.
+ */
+export function hostRlimit(nowMs: number, procRoot = '/proc'): RlimitStats | undefined {
+  try {
+    const maxpid = Number(readFileSync(`${procRoot}/sys/kernel/pid_max`, 'utf8').trim());
+    const total = /\d+\/(\d+)/.exec(readFileSync(`${procRoot}/loadavg`, 'utf8'))?.[1];
+    if (!(maxpid > 0) || total === undefined) return undefined;
+    return { time: iso(nowMs), maxpid, curproc: Number(total) };
+  } catch {
+    return undefined;
+  }
 }
