@@ -34,7 +34,6 @@ import { ServiceAccountTokens } from './serviceaccount/tokens.js';
 import { KubeletClient } from './apiserver/kubelet-client.js';
 import { ResourceMetrics } from './metrics/resource-metrics.js';
 import { CsrController } from './controllers/csr-controller.js';
-import { NodeTaintController } from './controllers/node-taint-controller.js';
 import { ClusterRoleAggregationController } from './controllers/clusterrole-aggregation-controller.js';
 import { reconcileBootstrapPolicy } from './authorization/reconcile-bootstrap-policy.js';
 import { RbacEscalationAdmission } from './authorization/rbac-escalation-admission.js';
@@ -343,10 +342,6 @@ export class ControlPlane {
     if (o.controllers?.nodeLifecycle !== false) this.startNodeLifecycle(registry);
     this.controllers.push(
       new CsrController(registry, o.clock, logger.child('csr-controller'), this.pki.ca, authorization.chain),
-    );
-    // Upstream's node lifecycle controller puts the pressure conditions' NoSchedule taints on Nodes.
-    this.controllers.push(
-      new NodeTaintController(registry, o.clock, logger.child('node-lifecycle-controller')),
     );
     this.controllers.push(
       new ClusterRoleAggregationController(
