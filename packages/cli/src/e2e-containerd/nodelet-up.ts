@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { systemEnv } from '@nodelet/proxy';
 import type { TestFn } from 'ava';
 import { MAIN, pollUntil, type RunResult } from '../test-helpers.js';
-import { mountsUnder } from './helpers.js';
+import { mountsUnder, sweepNode } from './helpers.js';
 import { type ChildExit, TestChild } from './test-child.js';
 
 /**
@@ -188,4 +188,26 @@ export class NodeletUp {
     }
     rmSync(this.dataDir, { recursive: true, force: true });
   }
+}
+
+/**
+ * `nodelet up --runtime containerd` for the tests of one file: started before them with its node named
+ * `node`, stopped after them, the node's pods swept from containerd (`endpoint`) and its data removed.
+ * Returns the running instance.
+ */
+export function containerdUpForFile(test: TestFn, endpoint: string, node: string): () => NodeletUp {
+  let up: NodeletUp | undefined;
+  test.before(async () => {
+    up = await NodeletUp.start(['--runtime', 'containerd', '--hostname-override', node]);
+    await up.waitNodeReady(node);
+  });
+  test.after.always(async () => {
+    await up?.stop();
+    await sweepNode(endpoint, node);
+    up?.dispose();
+  });
+  return () => {
+    if (!up) throw new Error('nodelet up did not start (see the before hook)');
+    return up;
+  };
 }

@@ -4,8 +4,8 @@ import test from 'ava';
 import { parse } from 'yaml';
 import { requireContainerd } from '@nodelet/runtime-cri/testing';
 import { pollUntil } from '../test-helpers.js';
-import { BUSYBOX, idOf, nodeName, sweepNode } from './helpers.js';
-import { NodeletUp, requireKubectl } from './nodelet-up.js';
+import { BUSYBOX, idOf, nodeName } from './helpers.js';
+import { containerdUpForFile, requireKubectl } from './nodelet-up.js';
 
 /**
  * Termination messages and sidecar containers on `nodelet up --runtime containerd`, read with the real
@@ -40,21 +40,10 @@ interface PodYaml {
 
 if (containerd && kubectl) {
   const node = nodeName('term');
-  let up: NodeletUp | undefined;
-
-  test.before(async () => {
-    up = await NodeletUp.start(['--runtime', 'containerd', '--hostname-override', node]);
-    await up.waitNodeReady(node);
-  });
-
-  test.after.always(async () => {
-    await up?.stop();
-    await sweepNode(containerd.endpoint, node);
-    up?.dispose();
-  });
+  const up = containerdUpForFile(test, containerd.endpoint, node);
 
   const getYaml = async (pod: string): Promise<{ text: string; pod: PodYaml }> => {
-    const text = await up!.kubectlOk(['get', 'pod', pod, '-o', 'yaml']);
+    const text = await up().kubectlOk(['get', 'pod', pod, '-o', 'yaml']);
     return { text, pod: parse(text) as PodYaml };
   };
 
@@ -73,7 +62,7 @@ if (containerd && kubectl) {
         last = got?.text ?? '';
         return got ? check(got.pod) : undefined;
       },
-      { timeoutMs, intervalMs: 250, describe: () => `${last}\n${up!.stderr().slice(-2000)}` },
+      { timeoutMs, intervalMs: 250, describe: () => `${last}\n${up().stderr().slice(-2000)}` },
     );
   };
 
@@ -83,7 +72,7 @@ if (containerd && kubectl) {
   test.serial(
     'a message written to /dev/termination-log is lastState.terminated.message in kubectl get pod -o yaml',
     async (t) => {
-      await up!.kubectlOk(
+      await up().kubectlOk(
         ['apply', '-f', '-'],
         `apiVersion: v1
 kind: Pod
@@ -104,14 +93,14 @@ spec:
         text,
         /lastState:\n\s+terminated:\n(?:\s+\w+: .*\n)*?\s+message: 'config missing: \/etc\/app.conf'/,
       );
-      await up!.kubectlOk(['delete', 'pod', 'msg', '--wait=false']);
+      await up().kubectlOk(['delete', 'pod', 'msg', '--wait=false']);
     },
   );
 
   test.serial(
     'FallbackToLogsOnError: a failed container with no message gets the last 80 lines of its log',
     async (t) => {
-      await up!.kubectlOk(
+      await up().kubectlOk(
         ['apply', '-f', '-'],
         `apiVersion: v1
 kind: Pod
@@ -133,7 +122,7 @@ spec:
       t.is(last.exitCode, 2);
       const expected = Array.from({ length: 80 }, (_, i) => `line ${i + 21}`).join('\n') + '\n';
       t.is(last.message, expected);
-      await up!.kubectlOk(['delete', 'pod', 'fallback', '--wait=false']);
+      await up().kubectlOk(['delete', 'pod', 'fallback', '--wait=false']);
     },
   );
 
@@ -157,7 +146,7 @@ spec:
   test.serial(
     'a sidecar keeps running beside its app and is restarted, then backs off, when killed',
     async (t) => {
-      await up!.kubectlOk(
+      await up().kubectlOk(
         ['apply', '-f', '-'],
         sidecarPod('side', 'Always', 'trap "exit 0" TERM; while true; do sleep 0.2; done'),
       );
@@ -188,12 +177,12 @@ spec:
       t.is(appOf(pod)?.restartCount, 0, 'the app container kept running');
       t.truthy(appOf(pod)?.state?.running);
       t.is(pod.status?.phase, 'Running');
-      await up!.kubectlOk(['delete', 'pod', 'side', '--wait=false']);
+      await up().kubectlOk(['delete', 'pod', 'side', '--wait=false']);
     },
   );
 
   test.serial('a restartPolicy Never pod with a sidecar is Succeeded once its app exits 0', async (t) => {
-    await up!.kubectlOk(['apply', '-f', '-'], sidecarPod('job', 'Never', 'sleep 2; echo done'));
+    await up().kubectlOk(['apply', '-f', '-'], sidecarPod('job', 'Never', 'sleep 2; echo done'));
     await waitFor('the app to run beside the sidecar', 'job', (p) =>
       sidecarOf(p)?.state?.running && appOf(p)?.state?.running ? true : undefined,
     );
@@ -203,6 +192,6 @@ spec:
     t.is(appOf(pod)?.state?.terminated?.exitCode, 0);
     t.truthy(sidecarOf(pod)?.state?.terminated, 'the sidecar was stopped');
     t.is(sidecarOf(pod)?.restartCount, 0);
-    await up!.kubectlOk(['delete', 'pod', 'job', '--wait=false']);
+    await up().kubectlOk(['delete', 'pod', 'job', '--wait=false']);
   });
 }

@@ -3,9 +3,9 @@ import test from 'ava';
 import { systemEnv } from '@nodelet/proxy';
 import { requireContainerd } from '@nodelet/runtime-cri/testing';
 import { pollUntil } from '../test-helpers.js';
-import { BUSYBOX, nodeName, sweepNode } from './helpers.js';
+import { BUSYBOX, nodeName } from './helpers.js';
 import { runInTerminal } from './terminal.js';
-import { kubectlPath, NodeletUp, requireKubectl } from './nodelet-up.js';
+import { containerdUpForFile, kubectlPath, requireKubectl } from './nodelet-up.js';
 
 /**
  * Container semantics on `nodelet up --runtime containerd`, seen through the real kubectl:
@@ -23,12 +23,12 @@ const kubectl = requireKubectl(test);
 
 if (containerd && kubectl) {
   const node = nodeName('upctr');
-  let up: NodeletUp | undefined;
+  const up = containerdUpForFile(test, containerd.endpoint, node);
 
   /** kubectl with `line` on its input, which ends once its output shows `until` (bounded: 60 s). */
   const interactive = (args: string[], line: string, until: string) =>
     new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve) => {
-      const child = spawn(kubectlPath, ['--kubeconfig', up!.kubeconfig, ...args], { env: systemEnv() });
+      const child = spawn(kubectlPath, ['--kubeconfig', up().kubeconfig, ...args], { env: systemEnv() });
       let stdout = '';
       let stderr = '';
       const timer = setTimeout(() => child.kill('SIGKILL'), 60_000);
@@ -44,19 +44,8 @@ if (containerd && kubectl) {
       child.stdin.write(line);
     });
 
-  test.before(async () => {
-    up = await NodeletUp.start(['--runtime', 'containerd', '--hostname-override', node]);
-    await up.waitNodeReady(node);
-  });
-
-  test.after.always(async () => {
-    await up?.stop();
-    await sweepNode(containerd.endpoint, node);
-    up?.dispose();
-  });
-
   test.serial('kubectl debug -i --target: a shell in the pod that sees the target’s processes', async (t) => {
-    await up!.kubectlOk(
+    await up().kubectlOk(
       ['apply', '-f', '-'],
       `apiVersion: v1
 kind: Pod
@@ -70,7 +59,7 @@ spec:
     command: ["sleep", "3600"]
 `,
     );
-    await up!.kubectlOk(['wait', '--for=condition=Ready', 'pod/web', '--timeout=60s']);
+    await up().kubectlOk(['wait', '--for=condition=Ready', 'pod/web', '--timeout=60s']);
     // As a user types: a line, then the answer, and only then the end of input (containerd detaches
     // an attach's output once its input ends, as upstream).
     const r = await interactive(
@@ -94,7 +83,7 @@ spec:
     const state = await pollUntil(
       'the debugger to be shown terminated',
       async () => {
-        const out = await up!.kubectlOk([
+        const out = await up().kubectlOk([
           'get',
           'pod',
           'web',
@@ -106,7 +95,7 @@ spec:
       { timeoutMs: 30_000, intervalMs: 250 },
     );
     t.is(state, '3');
-    const spec = await up!.kubectlOk([
+    const spec = await up().kubectlOk([
       'get',
       'pod',
       'web',
@@ -114,16 +103,16 @@ spec:
       'jsonpath={.spec.ephemeralContainers[*].name}',
     ]);
     t.true(spec.split(' ').includes('debugger'), spec);
-    const logs = await up!.kubectlOk(['logs', 'web', '-c', 'debugger']);
+    const logs = await up().kubectlOk(['logs', 'web', '-c', 'debugger']);
     t.regex(logs, /in-debugger\n[^]*listed\n/);
-    const phase = await up!.kubectlOk(['get', 'pod', 'web', '-o', 'jsonpath={.status.phase}']);
+    const phase = await up().kubectlOk(['get', 'pod', 'web', '-o', 'jsonpath={.status.phase}']);
     t.is(phase, 'Running', 'the pod keeps running');
   });
 
   test.serial('kubectl debug -it: a terminal in the pod, of the size kubectl runs in', async (t) => {
     await pollUntil(
       'the pod of the first test',
-      async () => ((await up!.kubectl(['get', 'pod', 'web'])).code === 0 ? true : undefined),
+      async () => ((await up().kubectl(['get', 'pod', 'web'])).code === 0 ? true : undefined),
       { timeoutMs: 60_000, intervalMs: 250 },
     );
     // The shell waits until kubectl's terminal size reaches it (sent once kubectl has attached), so
@@ -134,7 +123,7 @@ spec:
       argv: [
         kubectlPath,
         '--kubeconfig',
-        up!.kubeconfig,
+        up().kubeconfig,
         'debug',
         'web',
         '-it',
@@ -161,10 +150,10 @@ spec:
   test('the API refuses to change or remove an ephemeral container, naming the field', async (t) => {
     await pollUntil(
       'the pod of the first test',
-      async () => ((await up!.kubectl(['get', 'pod', 'web'])).code === 0 ? true : undefined),
+      async () => ((await up().kubectl(['get', 'pod', 'web'])).code === 0 ? true : undefined),
       { timeoutMs: 60_000, intervalMs: 250 },
     );
-    const r = await up!.kubectl([
+    const r = await up().kubectl([
       'patch',
       'pod',
       'web',
@@ -181,7 +170,7 @@ spec:
   });
 
   test('a failing postStart hook: the FailedPostStartHook event in kubectl, and the container restarted', async (t) => {
-    await up!.kubectlOk(
+    await up().kubectlOk(
       ['apply', '-f', '-'],
       `apiVersion: v1
 kind: Pod
@@ -201,7 +190,7 @@ spec:
     const events = await pollUntil(
       'the FailedPostStartHook event and a restart',
       async () => {
-        const out = await up!.kubectlOk([
+        const out = await up().kubectlOk([
           'get',
           'events',
           '--field-selector',
@@ -209,7 +198,7 @@ spec:
           '-o',
           'jsonpath={range .items[*]}{.type} {.reason} {.message}{"\\n"}{end}',
         ]);
-        const restarts = await up!.kubectlOk([
+        const restarts = await up().kubectlOk([
           'get',
           'pod',
           'badhook',
@@ -225,7 +214,7 @@ spec:
   });
 
   test('a pod for another OS (spec.os.name: windows) is Failed with PodOSNotSupported', async (t) => {
-    await up!.kubectlOk(
+    await up().kubectlOk(
       ['apply', '-f', '-'],
       `apiVersion: v1
 kind: Pod
@@ -240,7 +229,7 @@ spec:
     const status = await pollUntil(
       'the pod to be Failed',
       async () => {
-        const out = await up!.kubectlOk([
+        const out = await up().kubectlOk([
           'get',
           'pod',
           'windows',
