@@ -3,16 +3,17 @@ import { NodeletUp, requireKubectl } from './e2e-containerd/nodelet-up.js';
 import { pollUntil } from './test-helpers.js';
 
 /**
- * A Deployment as a new user drives one on `nodelet up` (fake runtime) with the real kubectl: create,
- * get, scale, a deleted pod replaced, rollout status, and a new image rolled out.
+ * A Deployment as a new user drives one on `nodelet up --nodes 3` (fake runtime) with the real kubectl:
+ * create (the pods spread over the three nodes), get, scale, a deleted pod replaced, rollout status, and
+ * a new image rolled out.
  */
 const kubectl = requireKubectl(test);
 
 if (kubectl) {
   let up: NodeletUp;
   test.before(async () => {
-    up = await NodeletUp.start(['--hostname-override', 'deploy']);
-    await up.waitNodeReady('deploy');
+    up = await NodeletUp.start(['--nodes', '3', '--hostname-override', 'deploy']);
+    for (const node of ['deploy-1', 'deploy-2', 'deploy-3']) await up.waitNodeReady(node);
   });
   test.after.always(async () => {
     await up?.stop();
@@ -51,6 +52,13 @@ if (kubectl) {
     const pods = await running(3, 'three Running pods');
     for (const name of pods.keys())
       t.regex(name, /^web-[bcdfghjklmnpqrstvwxz2456789]+-[bcdfghjklmnpqrstvwxz2456789]{5}$/);
+    const placed = await livePods();
+    t.deepEqual(
+      placed.map((p) => p.spec.nodeName).sort(),
+      ['deploy-1', 'deploy-2', 'deploy-3'],
+      'one pod on each node',
+    );
+    t.is(new Set(placed.map((p) => p.status.podIP)).size, 3, 'three distinct pod IPs');
     const row = await pollUntil(
       'READY 3/3',
       async () => {
