@@ -69,6 +69,8 @@ export class EvictionManager {
   private met: Threshold[] = [];
   private conditions: PressureCondition[] = [];
   private loop?: Loop;
+  /** Synchronizations that failed in a row. */
+  private failures = 0;
 
   constructor(
     private readonly deps: EvictionManagerDeps,
@@ -78,12 +80,28 @@ export class EvictionManager {
   /** Synchronizes every `periodMs` on the clock (upstream monitoringInterval, the housekeeping period). */
   start(periodMs = 10_000): void {
     if (this.config.thresholds.length === 0) return;
-    this.loop = this.deps.clock.loop(() => this.synchronize().then(() => undefined), {
-      period: periodMs,
-      initialDelay: periodMs,
-      onError: (err) =>
-        this.deps.logger.error('Eviction manager: failed to synchronize', { err: errorMessage(err) }),
-    });
+    this.loop = this.deps.clock.loop(
+      () =>
+        this.synchronize().then(() => {
+          if (this.failures > 0) this.deps.logger.info('Eviction manager: synchronizing again');
+          this.failures = 0;
+        }),
+      {
+        period: periodMs,
+        initialDelay: periodMs,
+        onError: (err) => {
+          // Once per backoff step (1, 2, 4, … failures in a row), not every period while the stats are
+          // unreadable (the runtime away): the other reporters of an outage log the same way.
+          const failures = ++this.failures;
+          if ((failures & (failures - 1)) === 0) {
+            this.deps.logger.error('Eviction manager: failed to synchronize', {
+              failures,
+              err: errorMessage(err),
+            });
+          }
+        },
+      },
+    );
   }
 
   stop(): void {
