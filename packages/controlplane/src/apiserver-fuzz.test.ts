@@ -4,6 +4,7 @@ import {
   breaksTheRules,
   describeStatuses,
   type FuzzCase,
+  fuzzCaseCount,
   httpFuzzCases,
   type RawAnswer,
   runFuzz,
@@ -129,7 +130,9 @@ const corpus: [string, Buffer, number, RegExp][] = [
 // Everything the API server reads from a request, mutated: paths (a kubelet's behind some), query values,
 // headers, bodies of every kind, and slow clients. The process never dies, never answers 5xx, every 4xx
 // says what was wrong, and its memory stays bounded.
-test('20,000 generated requests: the API server never dies, never answers 5xx, every 4xx is a Status with a message, memory stays bounded', async (t) => {
+const CASES = fuzzCaseCount(20_000);
+
+test(`${CASES.toLocaleString('en')} generated requests: the API server never dies, never answers 5xx, every 4xx is a Status with a message, memory stays bounded`, async (t) => {
   t.timeout(600_000); // about 75 s on an idle 2-core machine; generous for a loaded one
   // Slow clients are let go quickly here (as they would be after 32 s), so a request cut short gets its
   // 408 within the fuzzer's patience instead of no answer at all.
@@ -167,7 +170,7 @@ test('20,000 generated requests: the API server never dies, never answers 5xx, e
   const rssBefore = await server.rssAfterGc();
   const started = Date.now();
   const { statuses, failures } = await runFuzz(
-    httpFuzzCases(20_000, {
+    httpFuzzCases(CASES, {
       seed: 21,
       paths: [
         '/api/v1/namespaces/default/pods/p/log?container=c&follow=true',

@@ -141,6 +141,21 @@ function request(method: string, target: string, headers: string[], body = ''): 
   );
 }
 
+/**
+ * How many fuzz cases a test runs: `full`, scaled by NODELET_FUZZ_SCALE (a number in (0, 1]; default 1).
+ * CI's pass with every real component hidden runs the fuzz tests at a tenth (they need no component, and
+ * its other pass runs them whole); a bad value is an error naming the variable.
+ */
+export function fuzzCaseCount(full: number): number {
+  const text = process.env.NODELET_FUZZ_SCALE;
+  if (text === undefined || text === '') return full;
+  const scale = Number(text);
+  if (!(scale > 0 && scale <= 1)) {
+    throw new Error(`NODELET_FUZZ_SCALE must be a number above 0 and at most 1; got "${text}"`);
+  }
+  return Math.max(1, Math.round(full * scale));
+}
+
 /** `count` requests, deterministic from the seed: mutated paths, bad query values, bad headers, broken streams. */
 export function* httpFuzzCases(count: number, opts: FuzzOptions): Generator<FuzzCase> {
   const rng = mulberry32(opts.seed);

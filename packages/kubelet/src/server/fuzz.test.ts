@@ -5,7 +5,14 @@ import { join } from 'node:path';
 import { connect, type TLSSocket } from 'node:tls';
 import test from 'ava';
 import { createLogger, EventBus, MemorySink, VirtualClock } from '@nodelet/kernel';
-import { breaksTheRules, describeStatuses, httpFuzzCases, runFuzz, sendRaw } from '@nodelet/kernel/testing';
+import {
+  breaksTheRules,
+  describeStatuses,
+  fuzzCaseCount,
+  httpFuzzCases,
+  runFuzz,
+  sendRaw,
+} from '@nodelet/kernel/testing';
 import { FakeRuntime } from '@nodelet/runtime-fake';
 import { Kubelet } from '../kubelet.js';
 import { makePod, TestSource } from '../test-harness.js';
@@ -52,7 +59,9 @@ const params = [
   'port',
 ];
 
-test('10,000 random and mutated requests to the HTTPS and read-only ports: the kubelet never dies, never answers 5xx, every 4xx has a message', async (t) => {
+const CASES = fuzzCaseCount(10_000);
+
+test(`${CASES.toLocaleString('en')} random and mutated requests to the HTTPS and read-only ports: the kubelet never dies, never answers 5xx, every 4xx has a message`, async (t) => {
   const clock = new VirtualClock();
   const logger = createLogger({ sink: new MemorySink().sink });
   const runtime = new FakeRuntime({ clock, logger, config: { writeLogs: true } });
@@ -103,7 +112,7 @@ test('10,000 random and mutated requests to the HTTPS and read-only ports: the k
     t.regex(a.body, /malformed percent-escape/, path);
   }
   const { statuses, failures } = await runFuzz(
-    httpFuzzCases(10_000, { seed: 20, paths: fuzzPaths, upgradePaths, params }),
+    httpFuzzCases(CASES, { seed: 20, paths: fuzzPaths, upgradePaths, params }),
     send,
   );
   t.log(describeStatuses(statuses));
@@ -151,7 +160,7 @@ test('without credentials: 401 with a message, or 4xx for what never reached aut
   });
   const port = servers.securePort!;
   const secure = await runFuzz(
-    httpFuzzCases(2_000, { seed: 7, paths: fuzzPaths, upgradePaths, params }),
+    httpFuzzCases(fuzzCaseCount(2_000), { seed: 7, paths: fuzzPaths, upgradePaths, params }),
     (bytes) =>
       sendRaw(connect({ host: '127.0.0.1', port, rejectUnauthorized: false }), bytes, 300, {
         halfClose: false,
@@ -165,7 +174,7 @@ test('without credentials: 401 with a message, or 4xx for what never reached aut
   t.deepEqual(secure.failures.slice(0, 20), [], `${secure.failures.length} bad answers`);
   // The read-only port has no authentication; what it serves is the upstream subset.
   const readOnlyRun = await runFuzz(
-    httpFuzzCases(2_000, { seed: 8, paths: fuzzPaths, upgradePaths, params }),
+    httpFuzzCases(fuzzCaseCount(2_000), { seed: 8, paths: fuzzPaths, upgradePaths, params }),
     (bytes) => sendRaw(tcpConnect(readOnlyPort, '127.0.0.1'), bytes, 500),
   );
   t.deepEqual(
