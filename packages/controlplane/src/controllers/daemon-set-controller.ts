@@ -3,7 +3,8 @@ import { Backoff, type Clock, type Logger } from '@nodelet/kernel';
 import type { KubeObject } from '../object.js';
 import type { Registry } from '../apiserver/registry.js';
 import type { EventRecorder } from './event-recorder.js';
-import { claimPods, createPod, deletePod, PodOwnerController, writeStatus } from './workload-control.js';
+import { claimPods, createPod, deletePod, PodOwnerController } from './workload-control.js';
+import { writeStatusIfChanged } from './status-write.js';
 import { ensureHistory, revisionHashLabel, truncateHistory } from './controller-history.js';
 import { nodeShouldRunDaemonPod, newDaemonPod, targetNodeOf, type NodeFit } from './daemon-set-nodes.js';
 import { rollingUpdateStep } from './daemon-set-update.js';
@@ -212,7 +213,7 @@ export class DaemonSetController extends PodOwnerController {
       if (status[f] === 0) delete status[f];
     }
     if (minReady > 0 && ready > available) this.queue.addAfter(keyOf(ds), minReady * 1000);
-    writeStatus(this.registry, 'daemonsets', ds, status);
+    writeStatusIfChanged(this.registry, 'daemonsets', ds, status);
   }
 }
 

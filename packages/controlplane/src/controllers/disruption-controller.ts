@@ -1,9 +1,7 @@
-import { canonicalJson } from '@nodelet/api';
 import type { Clock, Logger } from '@nodelet/kernel';
 import { rfc3339, type KubeObject } from '../object.js';
 import type { Registry } from '../apiserver/registry.js';
 import { apiVersionOf } from '../apiserver/resource-type.js';
-import { ApiError } from '../apiserver/status.js';
 import { budgetSelects } from '../resources/pod-disruption-budgets.js';
 import type { EventRecorder } from './event-recorder.js';
 import {
@@ -13,6 +11,7 @@ import {
   pendingDisruptions,
 } from './disruption-status.js';
 import { controllerRefOf, type OwnerReference } from './pod-control.js';
+import { writeStatusIfChanged } from './status-write.js';
 import { WorkQueue } from './work-queue.js';
 
 /**
@@ -204,18 +203,7 @@ export class DisruptionController {
 
   private writeStatus(pdb: KubeObject, status: Record<string, any>): void {
     if (status.conditions === undefined) delete status.conditions;
-    if (canonicalJson(status) === canonicalJson(pdb.status ?? {})) return;
-    try {
-      this.registry.update(
-        this.registry.byStorage('poddisruptionbudgets'),
-        pdb.metadata.namespace!,
-        pdb.metadata.name!,
-        { ...pdb, status },
-        { subresource: 'status' },
-      );
-    } catch (err) {
-      if (!(err instanceof ApiError && err.code === 404)) throw err;
-    }
+    writeStatusIfChanged(this.registry, 'poddisruptionbudgets', pdb, status);
   }
 }
 

@@ -2,7 +2,8 @@ import type { Clock, Logger } from '@nodelet/kernel';
 import type { KubeObject } from '../object.js';
 import type { Registry } from '../apiserver/registry.js';
 import type { EventRecorder } from './event-recorder.js';
-import { claimPods, createPod, deletePod, PodOwnerController, writeStatus } from './workload-control.js';
+import { claimPods, createPod, deletePod, PodOwnerController } from './workload-control.js';
+import { writeStatusIfChanged } from './status-write.js';
 import {
   controllerRef,
   deletionOrder,
@@ -89,6 +90,6 @@ export class ReplicaSetController extends PodOwnerController {
     if (minReady > 0 && ready.length > available.length) {
       this.queue.addAfter(`${rs.metadata.namespace}/${rs.metadata.name}`, minReady * 1000);
     }
-    writeStatus(this.registry, 'replicasets', rs, status);
+    writeStatusIfChanged(this.registry, 'replicasets', rs, status);
   }
 }

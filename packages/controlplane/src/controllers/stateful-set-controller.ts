@@ -18,7 +18,8 @@ import {
   ordinalOf,
   revisionOfPod,
 } from './stateful-set-pods.js';
-import { claimPods, createPod, deletePod, PodOwnerController, writeStatus } from './workload-control.js';
+import { claimPods, createPod, deletePod, PodOwnerController } from './workload-control.js';
+import { writeStatusIfChanged } from './status-write.js';
 
 /**
  * The StatefulSet controller (upstream's pkg/controller/statefulset, stateful_set_control.go): pods
@@ -227,7 +228,7 @@ export class StatefulSetController extends PodOwnerController {
     }
     for (const f of ['readyReplicas', 'currentReplicas', 'updatedReplicas'])
       if (status[f] === 0) delete status[f];
-    writeStatus(this.registry, 'statefulsets', set, status);
+    writeStatusIfChanged(this.registry, 'statefulsets', set, status);
   }
 }
 

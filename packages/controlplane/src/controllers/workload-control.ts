@@ -1,4 +1,3 @@
-import { canonicalJson } from '@nodelet/api';
 import type { Clock, Logger } from '@nodelet/kernel';
 import type { KubeObject } from '../object.js';
 import type { Registry } from '../apiserver/registry.js';
@@ -112,24 +111,6 @@ export function deletePod(
   try {
     registry.delete(registry.byStorage('pods'), owner.metadata.namespace!, name);
     events?.record(owner, 'Normal', 'SuccessfulDelete', message(name));
-  } catch (err) {
-    if (!(err instanceof ApiError && err.code === 404)) throw err;
-  }
-}
-
-/** Writes `status` through the status subresource when it changed; an owner deleted meanwhile is fine. */
-export function writeStatus(registry: Registry, storage: string, obj: KubeObject, status: object): void {
-  if (canonicalJson(status) === canonicalJson(obj.status ?? {})) return;
-  try {
-    registry.update(
-      registry.byStorage(storage),
-      obj.metadata.namespace!,
-      obj.metadata.name!,
-      { ...obj, status },
-      {
-        subresource: 'status',
-      },
-    );
   } catch (err) {
     if (!(err instanceof ApiError && err.code === 404)) throw err;
   }
