@@ -1,4 +1,4 @@
-import test from 'ava';
+import test, { type ExecutionContext } from 'ava';
 import { NodeletUp, requireKubectl } from './e2e-containerd/nodelet-up.js';
 import { pollUntil } from './test-helpers.js';
 
@@ -133,6 +133,18 @@ if (kubectl) {
 
   const wait = { timeoutMs: 90_000, intervalMs: 250, describe: () => up.stderr().slice(-2000) };
 
+  /** The fluentd DaemonSet's `-n kube-system ds/…` arguments. */
+  const FLUENTD = ['-n', 'kube-system', 'ds/fluentd-elasticsearch'];
+
+  /** Waits for `kubectl rollout status` of the fluentd DaemonSet (exit 0), then its live pods' images. */
+  async function rolledOutImages(t: ExecutionContext): Promise<string[]> {
+    const rollout = await up.kubectl(['rollout', 'status', ...FLUENTD, '--timeout=120s']);
+    t.is(rollout.code, 0, rollout.stderr);
+    return (await livePods('name=fluentd-elasticsearch', 'kube-system')).map(
+      (p) => p.spec.containers[0].image,
+    );
+  }
+
   test.serial(
     'the fluentd-elasticsearch DaemonSet runs one pod on each node; rollout status returns 0',
     async (t) => {
@@ -178,26 +190,9 @@ if (kubectl) {
       'ds/fluentd-elasticsearch',
       'fluentd-elasticsearch=quay.io/fluentd_elasticsearch/fluentd:v2.5.3',
     ]);
-    const rollout = await up.kubectl([
-      'rollout',
-      'status',
-      '-n',
-      'kube-system',
-      'ds/fluentd-elasticsearch',
-      '--timeout=120s',
-    ]);
-    t.is(rollout.code, 0, rollout.stderr);
-    const images = (await livePods('name=fluentd-elasticsearch', 'kube-system')).map(
-      (p) => p.spec.containers[0].image,
-    );
+    const images = await rolledOutImages(t);
     t.deepEqual(images, Array(3).fill('quay.io/fluentd_elasticsearch/fluentd:v2.5.3'));
-    const history = await up.kubectlOk([
-      'rollout',
-      'history',
-      '-n',
-      'kube-system',
-      'ds/fluentd-elasticsearch',
-    ]);
+    const history = await up.kubectlOk(['rollout', 'history', ...FLUENTD]);
     t.regex(history, /REVISION\s+CHANGE-CAUSE\n1\s+<none>\n2\s+<none>/);
     const revisions = await up.kubectlOk(['get', 'controllerrevisions', '-n', 'kube-system']);
     t.regex(revisions, /^NAME\s+CONTROLLER\s+REVISION\s+AGE\n/);
@@ -206,26 +201,9 @@ if (kubectl) {
 
   test.serial('kubectl rollout undo ds: back to the first image, as revision 3', async (t) => {
     await up.kubectlOk(['rollout', 'undo', '-n', 'kube-system', 'ds/fluentd-elasticsearch']);
-    const rollout = await up.kubectl([
-      'rollout',
-      'status',
-      '-n',
-      'kube-system',
-      'ds/fluentd-elasticsearch',
-      '--timeout=120s',
-    ]);
-    t.is(rollout.code, 0, rollout.stderr);
-    const images = (await livePods('name=fluentd-elasticsearch', 'kube-system')).map(
-      (p) => p.spec.containers[0].image,
-    );
+    const images = await rolledOutImages(t);
     t.deepEqual(images, Array(3).fill('quay.io/fluentd_elasticsearch/fluentd:v2.5.2'));
-    const history = await up.kubectlOk([
-      'rollout',
-      'history',
-      '-n',
-      'kube-system',
-      'ds/fluentd-elasticsearch',
-    ]);
+    const history = await up.kubectlOk(['rollout', 'history', ...FLUENTD]);
     t.regex(history, /REVISION\s+CHANGE-CAUSE\n2\s+<none>\n3\s+<none>/);
   });
 
