@@ -151,3 +151,32 @@ serial('POST pods/eviction with a protobuf Eviction: its deleteOptions are honou
   // Grace 0: gone at once.
   t.is((await c.api('GET', '/api/v1/namespaces/default/pods/pe')).status, 404);
 });
+
+serial(
+  'malformed protobuf Evictions and DeleteOptions are a 400 naming the body; nothing is deleted, the server serves on',
+  async (t) => {
+    const c = cluster();
+    const pod = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name: 'pm' },
+      spec: { nodeName: 'n1', containers: [{ name: 'c', image: 'nginx' }] },
+    };
+    t.is((await c.api('POST', '/api/v1/namespaces/default/pods', pod)).status, 201);
+    const proto = { 'content-type': 'application/vnd.kubernetes.protobuf' };
+    const bodies: [string, Buffer][] = [
+      ['truncated', evictionPe.subarray(0, evictionPe.length - 3)],
+      ['no envelope magic', Buffer.from('0a0012020800', 'hex')],
+      ['a length past the end', Buffer.concat([evictionPe.subarray(0, 4), Buffer.from('0aff7f', 'hex')])],
+      ['random bytes', Buffer.from('6b387300ffffffffffffffffffffff', 'hex')],
+    ];
+    for (const [what, body] of bodies) {
+      const evict = await c.api('POST', '/api/v1/namespaces/default/pods/pm/eviction', body, proto);
+      t.true(evict.status >= 400 && evict.status < 500, `eviction, ${what}: ${evict.status} ${evict.text}`);
+      t.regex(evict.json?.message ?? '', /\S/, `eviction, ${what}: a message`);
+      const del = await c.api('DELETE', '/api/v1/namespaces/default/pods/pm', body, proto);
+      t.true(del.status >= 400 && del.status < 500, `delete, ${what}: ${del.status} ${del.text}`);
+    }
+    t.is((await c.api('GET', '/api/v1/namespaces/default/pods/pm')).status, 200, 'the pod is still there');
+  },
+);
