@@ -6,11 +6,11 @@ import type { Kernel, Logger } from '@nodelet/kernel';
 import { intFlag, parseFlags } from './args.js';
 import { CliError } from './errors.js';
 import {
-  nodeLifecycleHelp,
-  nodeLifecycleOptions,
-  type NodeLifecycleFlags,
-  parseNodeLifecycleFlags,
-} from './node-lifecycle-flags.js';
+  controlPlaneLoopHelp,
+  controlPlaneLoopOptions,
+  type ControlPlaneLoopFlags,
+  parseControlPlaneLoopFlags,
+} from './control-plane-flags.js';
 import type { ProxySetup } from './proxy-command.js';
 
 // Flags and help load nothing heavy; the kernel and the control plane are imported only to run.
@@ -64,7 +64,7 @@ Flags:
                       (members of system:masters never are); 0 no limit (default 400)
   --max-mutating-requests-inflight N
                       the same for creates, updates, patches and deletes (default 200)
-${nodeLifecycleHelp.trimEnd()}
+${controlPlaneLoopHelp.trimEnd()}
   --user NAME=ROLE    write <data-dir>/users/NAME.kubeconfig (a client certificate for NAME) and bind
                       NAME to the ClusterRole ROLE (view, edit, admin, …); may be repeated
   --v N               log verbosity: 0-1 info, 2 and up debug (default 0)
@@ -105,7 +105,7 @@ const options = {
   'max-mutating-requests-inflight': { type: 'string' },
   user: { type: 'string', multiple: true },
   'authorization-mode': { type: 'string' },
-  ...nodeLifecycleOptions,
+  ...controlPlaneLoopOptions,
   v: { type: 'string', short: 'v' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -138,8 +138,8 @@ export interface UpFlags {
   users: { name: string; clusterRole: string }[];
   /** kube-apiserver's --authorization-mode, as listed (checked by the control plane's config schema). */
   authorizationModes?: string[];
-  /** How node failures are handled (node-lifecycle-flags.ts). */
-  nodeLifecycle: NodeLifecycleFlags;
+  /** How node failures are handled and how often metrics are scraped (control-plane-flags.ts). */
+  controlPlaneLoops: ControlPlaneLoopFlags;
   v: number;
 }
 
@@ -243,7 +243,7 @@ export function parseUpArgs(args: readonly string[]): { help: boolean; flags: Up
       ...(maxMutatingRequestsInflight !== undefined ? { maxMutatingRequestsInflight } : {}),
       users,
       ...(modes ? { authorizationModes: modes } : {}),
-      nodeLifecycle: parseNodeLifecycleFlags(values),
+      controlPlaneLoops: parseControlPlaneLoopFlags(values),
       v: intFlag('v', values.v?.replace(/^=/, ''), 0, 10) ?? 0,
     },
   };
@@ -310,7 +310,7 @@ export async function runUp(
       ...(flags.maxMutatingRequestsInflight !== undefined
         ? { maxMutatingRequestsInflight: flags.maxMutatingRequestsInflight }
         : {}),
-      ...flags.nodeLifecycle,
+      ...flags.controlPlaneLoops,
     },
     'nodelet up flags',
   );
