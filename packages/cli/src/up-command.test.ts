@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { requireKubectl } from './e2e-containerd/nodelet-up.js';
 import { MAIN, nodelet, pollUntil } from './test-helpers.js';
-import { parseUpArgs } from './up-command.js';
+import { parseUpArgs } from './up-flags.js';
 
 const kubectlTest = requireKubectl(test) ? test : () => undefined;
 
