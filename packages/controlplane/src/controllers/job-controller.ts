@@ -50,8 +50,6 @@ interface Counts {
 export class JobController {
   private readonly queue: WorkQueue;
   private readonly unsubscribe: (() => void)[] = [];
-  /** Pods this controller deleted and has not let go yet: not counted as failed. */
-  private readonly deletedHere = new Set<string>();
   /** When a failed pod with no finish time was first seen (its backoff counts from then). */
   private readonly firstSeenFailed = new Map<string, number>();
 
@@ -106,7 +104,7 @@ export class JobController {
     let pods = owned(job.metadata.uid);
     const status: Record<string, any> = structuredClone(job.status ?? {});
     const indexes = parseIndexes(status.completedIndexes);
-    const release = recordFinished(job, pods, status, indexes, this.deletedHere);
+    const release = recordFinished(job, pods, status, indexes);
     if (job.spec?.completionMode === 'Indexed') this.setIndexes(status, indexes);
     if (release.length > 0) {
       writeStatusIfChanged(this.registry, 'jobs', job, status);
@@ -169,7 +167,6 @@ export class JobController {
     const podType = this.registry.byStorage('pods');
     for (const pod of pods) {
       const current = this.registry.store.get('pods', pod.metadata.namespace!, pod.metadata.name!)?.object;
-      this.deletedHere.delete(pod.metadata.uid!);
       if (!current || !isTracked(current)) continue;
       const finalizers = (current.metadata.finalizers ?? []).filter((f: string) => f !== trackingFinalizer);
       const metadata: KubeObject['metadata'] = { ...current.metadata, finalizers };
@@ -311,11 +308,16 @@ export class JobController {
     return podFinishedAt(pod) ?? this.firstSeenFailed.get(pod.metadata.uid!) ?? 0;
   }
 
+  /**
+   * Deletes pods the Job no longer wants (suspend, surplus, the Job's end). As upstream's deleteJobPods,
+   * each is let go first (the tracking finalizer removed), so it never counts as failed — also after a
+   * restart of the controller, with nothing to remember in memory.
+   */
   private deletePods(job: KubeObject, pods: KubeObject[]): void {
     const podType = this.registry.byStorage('pods');
     for (const pod of pods) {
       try {
-        this.deletedHere.add(pod.metadata.uid!);
+        this.release([pod]);
         this.registry.delete(podType, pod.metadata.namespace!, pod.metadata.name!);
         this.events?.record(job, 'Normal', 'SuccessfulDelete', `Deleted pod: ${pod.metadata.name}`);
       } catch (err) {
