@@ -16,7 +16,7 @@ import {
 import { hasTrueCondition, isJobFinished, reasons, setCondition } from './job-status.js';
 import { countReleased, isTracked, parseIndexes, recordFinished, trackingFinalizer } from './job-tracking.js';
 import { writeStatusIfChanged } from './status-write.js';
-import { WorkQueue } from './work-queue.js';
+import { KeyedController } from './keyed-controller.js';
 
 /**
  * The Job controller (upstream's pkg/controller/job): runs a Job's pods to completion.
@@ -47,40 +47,16 @@ interface Counts {
   lastSuccess: number;
 }
 
-export class JobController {
-  private readonly queue: WorkQueue;
-  private readonly unsubscribe: (() => void)[] = [];
+export class JobController extends KeyedController {
   /** When a failed pod with no finish time was first seen (its backoff counts from then). */
   private readonly firstSeenFailed = new Map<string, number>();
 
-  constructor(
-    private readonly registry: Registry,
-    private readonly clock: Clock,
-    logger: Logger,
-    private readonly events?: EventRecorder,
-  ) {
-    this.queue = new WorkQueue('job', (k) => this.sync(k), clock, logger);
+  constructor(registry: Registry, clock: Clock, logger: Logger, events?: EventRecorder) {
+    super(registry, clock, logger, events, 'jobs', 'job');
   }
 
-  start(): void {
-    const store = this.registry.store;
-    this.unsubscribe.push(
-      store.subscribe('jobs', (e) => this.queue.add(`${e.namespace}/${e.name}`)),
-      store.subscribe('pods', (e) => {
-        for (const pod of e.prev ? [e.object, e.prev] : [e.object]) {
-          const ref = controllerRefOf(pod);
-          if (ref?.kind === kind && ref.apiVersion.startsWith('batch/'))
-            this.queue.add(`${pod.metadata.namespace}/${ref.name}`);
-        }
-      }),
-    );
-    for (const { object } of store.listAll('jobs'))
-      this.queue.add(`${object.metadata.namespace}/${object.metadata.name}`);
-  }
-
-  stop(): void {
-    for (const u of this.unsubscribe.splice(0)) u();
-    this.queue.stop();
+  protected override watchMore(): (() => void)[] {
+    return [this.registry.store.subscribe('pods', (e) => this.enqueueControllerOf(e, kind, 'batch'))];
   }
 
   /** One step: moves the Job `namespace/name` towards its outcome and writes its status. */
