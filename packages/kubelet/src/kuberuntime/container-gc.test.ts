@@ -410,6 +410,17 @@ test('one pass removes the dead containers, then their sandbox, then the log dir
   t.deepEqual(await readdir(w.podLogsDir), []);
 });
 
+test('under disk pressure (deleteAllUnusedContainers): a terminated pod loses its dead containers and sandbox, a running pod keeps its newest', async (t) => {
+  const w = await world({ deleted: [], terminated: ['done'] });
+  const { containerIds, sandboxIds } = await w.populate(
+    [sb('done', 0, false), sb('running', 0, true)],
+    [...attempts('done', 'app', 1), ...attempts('running', 'app', 2)],
+  );
+  await w.gc.deleteAllUnusedContainers();
+  t.deepEqual(await w.remainingContainers(containerIds), [2], "only the running pod's newest");
+  t.deepEqual(await w.remainingSandboxes(sandboxIds), [1]);
+});
+
 test('the collector runs every period on the clock; another node’s containers are left alone', async (t) => {
   const w = await world(
     { deleted: [], terminated: ['foo', 'other'] },
