@@ -146,9 +146,11 @@ export class CriStatsProvider implements StatsProvider {
       } catch (err) {
         // Unimplemented, or a runtime that cannot give them for these sandboxes (containerd 1.6 wants a
         // pod cgroup: "cgroupPath is empty"): the container-level call serves from now on, as upstream's
-        // kubelet does without PodAndContainerStatsFromCRI.
-        if (!isErrorCode(err, 'Unimplemented') && !/cgroup/i.test(String((err as Error)?.message))) throw err;
-        this.podStatsUsable = false;
+        // kubelet does without PodAndContainerStatsFromCRI. Any other failure may be one sandbox's
+        // (containerd 1.6 fails the whole call while any sandbox, of any client, is not ready): the
+        // container-level call serves this time; a runtime that is away fails it too.
+        if (isErrorCode(err, 'Unimplemented') || /cgroup/i.test(String((err as Error)?.message)))
+          this.podStatsUsable = false;
       }
     }
     this.sandboxNetwork = new Map();
