@@ -17,7 +17,7 @@ evictionHard: {memory.available: 500Mi}
 `;
 const nodeletConfig = `apiVersion: nodelet.dev/v1alpha1
 kind: NodeletConfiguration
-kubelet: {kubeletConfig: ./kubelet-config.yaml}
+kubelet: {kubeletConfig: ./kubelet-config.yaml, evictionMonitoringPeriod: 1s}
 plugins:
   runtime-fake: {node: {memory: 2Gi}}
 `;

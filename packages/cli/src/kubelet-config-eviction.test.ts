@@ -1,5 +1,8 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import test from 'ava';
-import { MemorySink } from '@nodelet/kernel';
+import { createLogger, MemorySink } from '@nodelet/kernel';
+import { resolveKubeletSetup } from './kubelet-setup.js';
 import { kubeletConfigSetup } from './test-kubelet-config.js';
 
 // KubeletConfiguration eviction and image garbage collection fields reach the kubelet; bad values are
@@ -74,5 +77,33 @@ test('bad eviction and image GC values are refused naming the file and the field
   for (const [fields, message] of cases) {
     const { setup } = kubeletConfigSetup(t, `${fields}\n`);
     t.throws(setup, { message }, fields);
+  }
+});
+
+test('kubelet.evictionMonitoringPeriod of a NodeletConfiguration sets how often thresholds are checked', (t) => {
+  const { dir, setup } = kubeletConfigSetup(t, 'evictionHard: {memory.available: 500Mi}\n');
+  t.is(setup().kubelet.evictionMonitoringPeriodMs, undefined, "unset: the kubelet's 10 s");
+  const nodelet = join(dir, 'nodelet.yaml');
+  const env = { cwd: dir, hostname: 'node', isRoot: false, homeDir: '/home/ada', ipv4: [] };
+  const resolveWith = (period: string) => {
+    writeFileSync(
+      nodelet,
+      `apiVersion: nodelet.dev/v1alpha1\nkind: NodeletConfiguration\nkubelet:\n  kubeletConfig: ./kubelet.yaml\n  evictionMonitoringPeriod: ${period}\n`,
+    );
+    return resolveKubeletSetup(
+      { config: nodelet },
+      { ...env, logger: createLogger({ sink: new MemorySink().sink }) },
+    );
+  };
+  t.like(resolveWith('500ms').kubelet, {
+    evictionMonitoringPeriodMs: 500,
+    eviction: { evictionHard: { 'memory.available': '500Mi' } },
+  });
+  for (const bad of ['soon', '0s', '"-1s"']) {
+    t.throws(() => resolveWith(bad), {
+      message: new RegExp(
+        `^${nodelet}: field "kubelet\\.evictionMonitoringPeriod" must be a positive duration such as 10s or 500ms, got "`,
+      ),
+    });
   }
 });

@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import { homedir, hostname, networkInterfaces } from 'node:os';
 import { join, resolve } from 'node:path';
+import { parseGoDuration } from '@nodelet/api';
 import type { Logger, PluginSpec } from '@nodelet/kernel';
 import {
   type ApiServerOptions,
@@ -145,6 +146,15 @@ function joinHeaders(headers: Record<string, string | readonly string[]>): Recor
   return out;
 }
 
+function positiveDuration(text: string, origin: string): number {
+  const ms = parseGoDuration(text.trim());
+  if (ms === undefined || ms <= 0)
+    throw new CliError(
+      `${origin} must be a positive duration such as 10s or 500ms, got ${JSON.stringify(text)}`,
+    );
+  return ms;
+}
+
 function nodeNameOf(value: string, origin: string): string {
   const name = value.trim().toLowerCase();
   if (!name) throw new CliError(`${origin} must not be empty`);
@@ -234,6 +244,12 @@ export function resolveKubeletSetup(flags: KubeletFlags, env: SetupEnv): Kubelet
   if (kc.eviction) kubelet.eviction = kc.eviction;
   if (kc.imageGC) kubelet.imageGC = kc.imageGC;
   if (flags.containerGC) kubelet.containerGC = flags.containerGC;
+  if (nk.evictionMonitoringPeriod !== undefined) {
+    kubelet.evictionMonitoringPeriodMs = positiveDuration(
+      nk.evictionMonitoringPeriod,
+      `${config!.path}: field "kubelet.evictionMonitoringPeriod"`,
+    );
+  }
   if (kc.allowedUnsafeSysctls !== undefined) kubelet.allowedUnsafeSysctls = kc.allowedUnsafeSysctls;
   // Pods' DNS: resolv.conf from dnsPolicy, search paths and FQDNs under the cluster domain.
   if (kc.clusterDNS !== undefined) kubelet.clusterDNS = kc.clusterDNS;

@@ -12,6 +12,7 @@ import { type KubeletConfigValues, readKubeletConfig } from '@nodelet/kubelet';
  *     kubelet:
  *       podManifestPath: ./manifests    # relative paths are relative to this file
  *       kubeletConfig: ./kubelet-config.yaml
+ *       evictionMonitoringPeriod: 10s   # how often eviction thresholds are checked (upstream's 10 s)
  *     plugins:                          # the kubelet's plugins: a built-in name, npm package or path
  *     - use: fake                       # (same as runtime: fake, with its configuration)
  *       config: { pullLatencyMs: 200 }
@@ -51,6 +52,8 @@ export interface NodeletConfiguration {
     podLogsDir?: string;
     readOnlyPort?: number;
     address?: string;
+    /** How often the eviction manager reads the stats (a Go duration; upstream's constant 10 s). */
+    evictionMonitoringPeriod?: Duration;
   };
   /** A list of plugins to load, or (the older form) configurations by plugin name. */
   plugins?: PluginEntry[] | Record<string, Record<string, unknown>>;
@@ -201,6 +204,10 @@ export const nodeletConfigSchema = {
           description: 'read-only HTTP port; 0 disables it',
         },
         address: { type: 'string', minLength: 1, description: 'address the read-only port binds to' },
+        evictionMonitoringPeriod: {
+          ...duration,
+          description: 'how often the eviction manager checks its thresholds (default 10s)',
+        },
       },
     },
     plugins: {

@@ -130,6 +130,7 @@ export class CriStatsProvider implements StatsProvider {
       }
       pods.push(pod);
     }
+    for (const id of this.lastMemory.keys()) if (!created.has(id)) this.lastMemory.delete(id);
     const node = await this.node(pods, nowMs);
     return { node, pods, containerIdentities: identities };
   }
@@ -146,9 +147,11 @@ export class CriStatsProvider implements StatsProvider {
       } catch (err) {
         // Unimplemented, or a runtime that cannot give them for these sandboxes (containerd 1.6 wants a
         // pod cgroup: "cgroupPath is empty"): the container-level call serves from now on, as upstream's
-        // kubelet does without PodAndContainerStatsFromCRI.
-        if (!isErrorCode(err, 'Unimplemented') && !/cgroup/i.test(String((err as Error)?.message))) throw err;
-        this.podStatsUsable = false;
+        // kubelet does without PodAndContainerStatsFromCRI. Any other failure may be one sandbox's
+        // (containerd 1.6 fails the whole call while any sandbox, of any client, is not ready): the
+        // container-level call serves this time; a runtime that is away fails it too.
+        if (isErrorCode(err, 'Unimplemented') || /cgroup/i.test(String((err as Error)?.message)))
+          this.podStatsUsable = false;
       }
     }
     this.sandboxNetwork = new Map();
@@ -168,6 +171,8 @@ export class CriStatsProvider implements StatsProvider {
   }
 
   private sandboxNetwork = new Map<string, NetworkUsage | undefined>();
+  /** The last memory sample of each container by id. */
+  private readonly lastMemory = new Map<string, MemoryStats>();
   private podStatsUsable = true;
 
   private container(
@@ -182,14 +187,7 @@ export class CriStatsProvider implements StatsProvider {
       name,
       startTime: iso(startMs),
       cpu: this.cpu(`${podUid}/${name}`, nowMs, cumulative, num(c.cpu?.usageNanoCores)),
-      memory: {
-        time: iso(nowMs),
-        workingSetBytes: num(c.memory?.workingSetBytes) ?? 0,
-        usageBytes: num(c.memory?.usageBytes) ?? 0,
-        rssBytes: num(c.memory?.rssBytes) ?? 0,
-        pageFaults: num(c.memory?.pageFaults) ?? 0,
-        majorPageFaults: num(c.memory?.majorPageFaults) ?? 0,
-      },
+      memory: this.memory(c, nowMs),
     };
     if (c.writableLayer) {
       stats.rootfs = {
@@ -200,6 +198,36 @@ export class CriStatsProvider implements StatsProvider {
     }
     stats.logs = { time: iso(nowMs), usedBytes: 0 };
     return stats;
+  }
+
+  /**
+   * A container's memory; when the runtime gives none this time, its last sample (containerd skips a
+   * container whose shim does not answer in time: a running container would seem to use nothing).
+   */
+  private memory(c: CriContainerStats, nowMs: number): MemoryStats {
+    const id = c.attributes?.id ?? '';
+    if (!c.memory) {
+      return (
+        this.lastMemory.get(id) ?? {
+          time: iso(nowMs),
+          workingSetBytes: 0,
+          usageBytes: 0,
+          rssBytes: 0,
+          pageFaults: 0,
+          majorPageFaults: 0,
+        }
+      );
+    }
+    const memory: MemoryStats = {
+      time: iso(nowMs),
+      workingSetBytes: num(c.memory.workingSetBytes) ?? 0,
+      usageBytes: num(c.memory.usageBytes) ?? 0,
+      rssBytes: num(c.memory.rssBytes) ?? 0,
+      pageFaults: num(c.memory.pageFaults) ?? 0,
+      majorPageFaults: num(c.memory.majorPageFaults) ?? 0,
+    };
+    this.lastMemory.set(id, memory);
+    return memory;
   }
 
   private pod(sb: PodSandbox, uid: string, containers: ContainerSummaryStats[], nowMs: number): PodStats {

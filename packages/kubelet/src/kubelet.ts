@@ -303,6 +303,12 @@ export class Kubelet {
           this.podSync.evict(pod, grace, message);
           this.workers.requestSync(pod.metadata!.uid!);
         },
+        // The pod's sync has stopped its containers and set its final phase, or its worker is gone.
+        podIsFinished: (pod) => {
+          const uid = pod.metadata!.uid!;
+          const phase = this.statusManager.get(uid)?.phase;
+          return phase === 'Failed' || phase === 'Succeeded' || !this.workers.isKnown(uid);
+        },
         conditionsChanged: (conditions) => this.nodeAgent?.setPressure(conditions),
         settings: options,
       });

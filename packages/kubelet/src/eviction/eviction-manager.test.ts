@@ -47,7 +47,11 @@ interface Evicted {
   message: string;
 }
 
-function setup(settings: EvictionSettings, pods: [Pod, Parameters<typeof stats>[1]][]) {
+function setup(
+  settings: EvictionSettings,
+  pods: [Pod, Parameters<typeof stats>[1]][],
+  options: { podIsFinished?: (pod: Pod) => boolean } = {},
+) {
   const clock = new VirtualClock();
   const logs = new MemorySink();
   const fake = new FakeStats();
@@ -68,6 +72,7 @@ function setup(settings: EvictionSettings, pods: [Pod, Parameters<typeof stats>[
         return true;
       },
       conditionsChanged: (c) => conditions.push([...c]),
+      ...options,
       reclaim: {
         deleteAllUnusedContainers: async () => void reclaimed.push('containers'),
         deleteUnusedImages: async () => {
@@ -87,6 +92,7 @@ function setup(settings: EvictionSettings, pods: [Pod, Parameters<typeof stats>[
     evicted,
     conditions,
     reclaimed,
+    logs,
     setFreedByImages: (n: number) => (freedByImages = n),
     stop: () => manager.stop(),
   };
@@ -170,6 +176,39 @@ test('memory: a hard threshold evicts at the next synchronize with a 1 s grace p
     ['best-effort', 'guaranteed'],
     'still under pressure: the next one',
   );
+  h.stop();
+});
+
+test('after an eviction the next synchronize waits until the pod is finished, at most 30 s: no second pod for the same pressure meanwhile', async (t) => {
+  const finished = new Set<string>();
+  const h = setup(
+    { evictionHard: { 'memory.available': '1Gi' } },
+    [memoryPods[0]!, [pod('best-effort', { grace: 30 }), { memory: 10 * Mi }]],
+    { podIsFinished: (p) => finished.has(p.metadata!.name!) },
+  );
+  h.fake.memoryAvailable = 500 * Mi;
+  await h.clock.advance(10_000);
+  t.deepEqual(
+    h.evicted.map((e) => e.name),
+    ['best-effort'],
+  );
+  await h.clock.advance(20_000);
+  t.deepEqual(
+    h.evicted.map((e) => e.name),
+    ['best-effort'],
+    'its containers are still stopping: the stats may not show what it frees yet',
+  );
+  finished.add('best-effort');
+  await h.clock.advance(1_000);
+  t.is(h.logs.find('pods successfully cleaned up').length, 1);
+  await h.clock.advance(10_000);
+  t.deepEqual(
+    h.evicted.map((e) => e.name),
+    ['best-effort', 'guaranteed'],
+    'finished, and still under pressure: the next one',
+  );
+  await h.clock.advance(30_000);
+  t.is(h.logs.find('timed out waiting for pods to be cleaned up').length, 1, 'one that never finishes');
   h.stop();
 });
 

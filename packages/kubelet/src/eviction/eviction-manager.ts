@@ -24,6 +24,10 @@ import { type EvictionConfig, isHardThreshold, type Threshold } from './threshol
 /** The grace period of a hard eviction (upstream immediateEvictionGracePeriodSeconds). */
 export const IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS = 1;
 
+/** How long, and how often, the manager waits for evicted pods to finish (upstream podCleanupTimeout, podCleanupPollFreq). */
+export const POD_CLEANUP_TIMEOUT_MS = 30_000;
+export const POD_CLEANUP_POLL_MS = 1_000;
+
 /** What the node can free before a pod is evicted (upstream's nodeReclaimFuncs). */
 export interface NodeReclaim {
   /** Removes every dead container (upstream DeleteAllUnusedContainers). */
@@ -43,6 +47,11 @@ export interface EvictionManagerDeps {
    * False when it could not be (the next synchronize tries again).
    */
   evictPod(pod: Pod, gracePeriodSeconds: number, message: string, signal: string): Promise<boolean>;
+  /**
+   * Whether an evicted pod is finished: its containers stopped, so what they held is free (upstream
+   * PodIsFinished). Absent: the next synchronize does not wait for it.
+   */
+  podIsFinished?(pod: Pod): boolean;
   /** The pressure conditions changed (the node status reports them). */
   conditionsChanged?(conditions: PressureCondition[]): void;
   reclaim?: NodeReclaim;
@@ -61,7 +70,9 @@ export interface EvictionManagerDeps {
  *        ├──► pressure conditions (kept for the transition period after the last time they were met)
  *        └──► the first threshold by priority (memory first) ──► node-level reclaim (dead containers,
  *             unused images) for disk signals ──► still met: rank the active pods for the signal and
- *             evict the first that can be — one pod per synchronize.
+ *             evict the first that can be — one pod per synchronize, and the next synchronize only once
+ *             that pod is finished (at most 30 s later): until its memory is free, the same pressure
+ *             would take a second pod.
  */
 export class EvictionManager {
   private thresholdsFirstObservedAt = new Map<Threshold, number>();
@@ -69,6 +80,7 @@ export class EvictionManager {
   private met: Threshold[] = [];
   private conditions: PressureCondition[] = [];
   private loop?: Loop;
+  private stopped = new AbortController();
   /** Synchronizations that failed in a row. */
   private failures = 0;
 
@@ -80,11 +92,13 @@ export class EvictionManager {
   /** Synchronizes every `periodMs` on the clock (upstream monitoringInterval, the housekeeping period). */
   start(periodMs = 10_000): void {
     if (this.config.thresholds.length === 0) return;
+    this.stopped = new AbortController();
     this.loop = this.deps.clock.loop(
       () =>
-        this.synchronize().then(() => {
+        this.synchronize().then(async (evicted) => {
           if (this.failures > 0) this.deps.logger.info('Eviction manager: synchronizing again');
           this.failures = 0;
+          if (evicted.length > 0) await this.waitForPodsCleanup(evicted);
         }),
       {
         period: periodMs,
@@ -106,6 +120,31 @@ export class EvictionManager {
 
   stop(): void {
     this.loop?.stop();
+    this.stopped.abort();
+  }
+
+  /**
+   * Waits until the evicted pods are finished, checking every second for at most 30 s (upstream
+   * waitForPodsCleanup).
+   */
+  async waitForPodsCleanup(pods: readonly Pod[]): Promise<void> {
+    const finished = this.deps.podIsFinished;
+    if (!finished) return;
+    const { clock, logger } = this.deps;
+    const names = pods.map((p) => `${p.metadata?.namespace}/${p.metadata?.name}`).join(',');
+    logger.info('Eviction manager: pods evicted, waiting for pod to be cleaned up', { pods: names });
+    const deadline = clock.now() + POD_CLEANUP_TIMEOUT_MS;
+    while (!this.stopped.signal.aborted) {
+      await clock.sleep(POD_CLEANUP_POLL_MS, this.stopped.signal).catch(() => undefined);
+      if (pods.every((p) => finished(p))) {
+        logger.info('Eviction manager: pods successfully cleaned up', { pods: names });
+        return;
+      }
+      if (clock.now() >= deadline) {
+        logger.info('Eviction manager: timed out waiting for pods to be cleaned up', { pods: names });
+        return;
+      }
+    }
   }
 
   /** The pressure conditions now (MemoryPressure, DiskPressure, PIDPressure). */

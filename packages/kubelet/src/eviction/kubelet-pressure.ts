@@ -23,6 +23,8 @@ export interface NodePressureDeps {
   activePods(): Pod[];
   /** Stops the pod for good as evicted (through its worker). */
   evict(pod: Pod, gracePeriodSeconds: number, message: string): void;
+  /** Whether a pod is finished: its containers stopped (Failed or Succeeded), or it is gone. */
+  podIsFinished(pod: Pod): boolean;
   conditionsChanged(conditions: PressureCondition[]): void;
   settings: {
     eviction?: EvictionSettings;
@@ -70,6 +72,7 @@ export function nodePressureManagers(deps: NodePressureDeps): {
         bus.emit('[Eviction] Eviction Started', { podUid: uid, signal, message });
         return true;
       },
+      podIsFinished: (pod) => deps.podIsFinished(pod),
       conditionsChanged: (conditions) => deps.conditionsChanged(conditions),
       reclaim: {
         deleteAllUnusedContainers: () => deps.containerGC.deleteAllUnusedContainers(),

@@ -6,7 +6,9 @@
  *       total_rss, total_cache, total_pgfault, total_pgmajfault)
  *
  * Working set = usage − inactive_file (never below 0). A file that is absent (a controller not
- * enabled, as on a hybrid host's unified tree) leaves its fields undefined.
+ * enabled, as on a hybrid host's unified tree) leaves its fields undefined. The v2 root cgroup has no
+ * memory.current: its usage is anon + file of its memory.stat, as runc's cgroup library gives cAdvisor
+ * (the sum v1's root usage_in_bytes reports).
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
@@ -64,6 +66,13 @@ function workingSet(usage: number | undefined, inactiveFile: number | undefined)
   return Math.max(0, usage - (inactiveFile ?? 0));
 }
 
+/** The usage of a v2 cgroup without memory.current (the root): anon + file, when memory.stat has both. */
+function rootUsage(memStat: Map<string, number>): number | undefined {
+  const anon = memStat.get('anon');
+  const file = memStat.get('file');
+  return anon === undefined || file === undefined ? undefined : anon + file;
+}
+
 export async function readCgroupUsage(location: CgroupLocation): Promise<CgroupUsage> {
   if (location.version === 2) {
     const [cpuStat, current, memStat] = await Promise.all([
@@ -73,7 +82,7 @@ export async function readCgroupUsage(location: CgroupLocation): Promise<CgroupU
     ]);
     const cpu = cpuStat === undefined ? undefined : parseFlatKeyed(cpuStat).get('usage_usec');
     const mem = memStat === undefined ? new Map<string, number>() : parseFlatKeyed(memStat);
-    const usage = single(current);
+    const usage = single(current) ?? rootUsage(mem);
     return {
       cpuUsageNs: cpu === undefined ? undefined : cpu * 1000,
       memoryUsageBytes: usage,

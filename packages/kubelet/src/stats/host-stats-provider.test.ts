@@ -105,6 +105,46 @@ test('a runtime without ListPodSandboxStats: containers from ListContainerStats,
   t.is(pod.network?.name, expected[0]!.name, 'the first interface is the default one');
 });
 
+test('ListPodSandboxStats failing over another sandbox (containerd 1.6): container stats serve, the pod call is tried again', async (t) => {
+  const { clock, runtime } = await fakeWithPod();
+  const podCall = runtime.listPodSandboxStats.bind(runtime);
+  let podCalls = 0;
+  runtime.listPodSandboxStats = (req) => {
+    podCalls++;
+    return podCalls === 1
+      ? Promise.reject(
+          new NodeletError(
+            'Internal',
+            'failed to decode sandbox container metrics for sandbox "a1ab": failed to get pod sandbox stats since sandbox container "a1ab" is not in ready state',
+          ),
+        )
+      : podCall(req);
+  };
+  const provider = hostStatsProvider(runtime, runtime, { nodeName: 'host', clock, rootDir: tmpdir() });
+  const first = (await provider.snapshot()).pods[0]!;
+  t.is(first.containers[0]?.memory?.workingSetBytes, 10 * 2 ** 20, 'from ListContainerStats');
+  const second = (await provider.snapshot()).pods[0]!;
+  t.is(podCalls, 2, 'the pod-level call again');
+  t.is(second.containers[0]?.memory?.workingSetBytes, 10 * 2 ** 20);
+});
+
+test('a container the runtime gives no memory for this time (containerd skips a slow shim) keeps its last sample', async (t) => {
+  const { clock, runtime } = await fakeWithPod();
+  runtime.listPodSandboxStats = () => Promise.reject(new NodeletError('Unimplemented', 'not implemented'));
+  const containerStats = runtime.listContainerStats.bind(runtime);
+  let skip = false;
+  runtime.listContainerStats = async (req) => {
+    const res = await containerStats(req);
+    return skip ? { stats: res.stats.map((s) => ({ ...s, memory: undefined })) } : res;
+  };
+  const provider = hostStatsProvider(runtime, runtime, { nodeName: 'host', clock, rootDir: tmpdir() });
+  t.is((await provider.snapshot()).pods[0]?.memory?.workingSetBytes, 10 * 2 ** 20);
+  skip = true;
+  const pod = (await provider.snapshot()).pods[0]!;
+  t.is(pod.containers[0]?.memory?.workingSetBytes, 10 * 2 ** 20, 'the last sample, not zero');
+  t.is(pod.memory?.workingSetBytes, 10 * 2 ** 20);
+});
+
 test('rlimit: pid_max and the scheduling entities of /proc/loadavg, for pid.available', async (t) => {
   const { hostRlimit } = await import('./host-stats.js');
   const proc = mkdtempSync(join(tmpdir(), 'nodelet-proc-'));
