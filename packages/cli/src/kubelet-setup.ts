@@ -246,7 +246,12 @@ export function resolveKubeletSetup(flags: KubeletFlags, env: SetupEnv): Kubelet
       enforceNodeAllocatable: kc.enforceNodeAllocatable ?? ['pods'],
       ...(kc.podPidsLimit !== undefined ? { podPidsLimit: kc.podPidsLimit } : {}),
       ...(kc.cpuCFSQuota !== undefined ? { cpuCFSQuota: kc.cpuCFSQuota } : {}),
+      ...(kc.qosReserved ? { qosReserved: kc.qosReserved } : {}),
     };
+  } else if (kc.qosReserved) {
+    env.logger.warn(
+      'qosReserved limits the QoS cgroups: it has no effect without cgroupsPerQOS and a real runtime',
+    );
   }
   const apiServer = apiServerOptions(flags, fromCwd, kc);
   if (apiServer) kubelet.apiServer = apiServer;

@@ -2,6 +2,7 @@ import { quantityValue } from '@nodelet/api';
 import { type EvictionThreshold, parseEvictionThresholds } from './cm/node-allocatable.js';
 import { parseDuration } from './duration.js';
 import { evictionConfig, type EvictionSettings } from './eviction/thresholds.js';
+import { parseQosReserved, type QosReserved } from './cm/qos-reserved.js';
 import { DEFAULT_IMAGE_GC_POLICY, type ImageGCPolicy, validateImageGCPolicy } from './images/image-gc.js';
 import { bool, int, type Reader, str, stringMap } from './kubelet-config-fields.js';
 
@@ -28,6 +29,8 @@ export interface KubeletResourceValues {
   enforceNodeAllocatable?: string[];
   podPidsLimit?: number;
   cpuCFSQuota?: boolean;
+  /** Memory of the higher QoS classes kept from the lower ones, in percent of their requests. */
+  qosReserved?: QosReserved;
 }
 
 export const resourceReaders: Record<string, Reader> = {
@@ -70,6 +73,7 @@ export const resourceReaders: Record<string, Reader> = {
   enforceNodeAllocatable: (v, f, o) => (o.enforceNodeAllocatable = enforcement(v, f)),
   podPidsLimit: (v, f, o) => (o.podPidsLimit = int(f, v, -1, 4_194_304)),
   cpuCFSQuota: (v, f, o) => (o.cpuCFSQuota = bool(f, v)),
+  qosReserved: (v, f, o) => (o.qosReserved = parseQosReserved(stringMap(v, f), f)),
 };
 
 /** Checks the settings that hold together (soft thresholds and their grace periods, GC thresholds). */

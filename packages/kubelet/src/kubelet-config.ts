@@ -204,7 +204,6 @@ const notYetImplemented = new Set([
   'topologyManagerPolicy',
   'topologyManagerScope',
   'topologyManagerPolicyOptions',
-  'qosReserved',
   'hairpinMode',
   'podCIDR',
   'runOnce',

@@ -59,6 +59,15 @@ export class CgroupFs {
     if (config.pidsLimit !== undefined) await write(this.v1Dir('pids', path), 'pids.max', config.pidsLimit);
   }
 
+  /** The cgroup's memory usage in bytes (v1 memory.usage_in_bytes, v2 memory.current). */
+  async memoryUsage(path: string): Promise<number> {
+    const file =
+      this.layout === 'v2'
+        ? join(this.root, path, 'memory.current')
+        : join(this.v1Dir('memory', path), 'memory.usage_in_bytes');
+    return Number((await readFile(file, 'utf8')).trim());
+  }
+
   /** Whether the cgroup exists in every hierarchy the kubelet sets limits in. */
   exists(path: string): boolean {
     if (this.layout === 'v2') return existsSync(join(this.root, path));
