@@ -56,3 +56,14 @@ test('bad cgroup settings are refused naming the file and the field', (t) => {
     t.throws(setup, { message }, fields);
   }
 });
+
+test('oomScoreAdj: upstream’s -999 on a real runtime; a simulated node sets it only when given; out of range refused', (t) => {
+  t.is(kubeletConfigSetup(t, '', new MemorySink(), containerd).setup().kubelet.oomScoreAdj, -999);
+  t.is(kubeletConfigSetup(t, '').setup().kubelet.oomScoreAdj, undefined);
+  t.is(kubeletConfigSetup(t, 'oomScoreAdj: -500\n').setup().kubelet.oomScoreAdj, -500);
+  const sink = new MemorySink();
+  kubeletConfigSetup(t, 'oomScoreAdj: 0\n', sink, containerd).setup();
+  t.deepEqual(sink.find('not supported by nodelet yet'), []);
+  const { setup } = kubeletConfigSetup(t, 'oomScoreAdj: 1001\n', new MemorySink(), containerd);
+  t.throws(setup, { message: /kubelet\.yaml: field "oomScoreAdj" must be an integer from -1000 to 1000/ });
+});

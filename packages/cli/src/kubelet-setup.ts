@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import type { Logger, PluginSpec } from '@nodelet/kernel';
 import {
   type ApiServerOptions,
+  DEFAULT_KUBELET_OOM_SCORE_ADJ,
   type KubeletConfigValues,
   type KubeletPluginConfig,
   opensslCiphers,
@@ -253,6 +254,10 @@ export function resolveKubeletSetup(flags: KubeletFlags, env: SetupEnv): Kubelet
       'qosReserved limits the QoS cgroups: it has no effect without cgroupsPerQOS and a real runtime',
     );
   }
+  // The kubelet's own OOM score (upstream's default -999) on a real node; a simulated node shares its
+  // process with the control plane and other nodes, and sets it only when asked.
+  const oomScoreAdj = kc.oomScoreAdj ?? (runtime.name !== 'fake' ? DEFAULT_KUBELET_OOM_SCORE_ADJ : undefined);
+  if (oomScoreAdj !== undefined) kubelet.oomScoreAdj = oomScoreAdj;
   const apiServer = apiServerOptions(flags, fromCwd, kc);
   if (apiServer) kubelet.apiServer = apiServer;
   kubelet.server = serverConfig(flags, fromCwd, kc, config?.kubeletPath, kubelet.rootDir);

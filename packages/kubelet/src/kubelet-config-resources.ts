@@ -31,6 +31,8 @@ export interface KubeletResourceValues {
   cpuCFSQuota?: boolean;
   /** Memory of the higher QoS classes kept from the lower ones, in percent of their requests. */
   qosReserved?: QosReserved;
+  /** The kubelet's own oom_score_adj (upstream's default -999). */
+  oomScoreAdj?: number;
 }
 
 export const resourceReaders: Record<string, Reader> = {
@@ -73,6 +75,7 @@ export const resourceReaders: Record<string, Reader> = {
   enforceNodeAllocatable: (v, f, o) => (o.enforceNodeAllocatable = enforcement(v, f)),
   podPidsLimit: (v, f, o) => (o.podPidsLimit = int(f, v, -1, 4_194_304)),
   cpuCFSQuota: (v, f, o) => (o.cpuCFSQuota = bool(f, v)),
+  oomScoreAdj: (v, f, o) => (o.oomScoreAdj = int(f, v, -1000, 1000)),
   qosReserved: (v, f, o) => (o.qosReserved = parseQosReserved(stringMap(v, f), f)),
 };
 

@@ -192,7 +192,6 @@ const notYetImplemented = new Set([
   'enableContentionProfiling',
   'healthzPort',
   'healthzBindAddress',
-  'oomScoreAdj',
   'streamingConnectionIdleTimeout',
   'volumeStatsAggPeriod',
   'kubeletCgroups',
