@@ -19,6 +19,12 @@ import { CGROUP_MOUNT, commandPidsUnder, sleepPod, startCgroupsKubelet } from '.
  * `restrict_oom_score_adj = true` (this host's configuration) raises any score below its own to its
  * own instead, so the Guaranteed pod starts, its process at containerd's score. The kubelet's own
  * refusal is one warning; nothing else is reported, as nothing else fails.
+ *
+ * With `restrict_oom_score_adj = false` on such a host (tried once with a containerd of its own) no pod
+ * starts at all, BestEffort ones included: the sandbox asks for -998. CRI's error does not name the
+ * cause ("runc create failed: unable to start container process: can't get final child's PID from
+ * pipe: EOF"); the kubelet logs "CreatePodSandbox failed" at each retry (every 10 s), the pods stay
+ * ContainerCreating, and the kubelet runs on — as upstream, which reports each attempt as an event.
  */
 const containerd = await requireContainerd(test);
 
