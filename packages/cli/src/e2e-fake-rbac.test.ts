@@ -199,6 +199,26 @@ if (kubectl) {
     t.regex(list.stderr, /User "system:node:rb-1" cannot list resource "secrets"/);
   });
 
+  test.serial(
+    'kubectl debug (pods/ephemeralcontainers) is refused to a view user and to the pod’s own node',
+    async (t) => {
+      const viewer = await as(alice(), ['debug', 'on-a', '--image=busybox', '--container=dbg']);
+      t.is(viewer.code, 1);
+      t.regex(
+        viewer.stderr,
+        /pods "on-a" is forbidden: User "alice" cannot patch resource "pods\/ephemeralcontainers" in API group "" in the namespace "default"/,
+      );
+      const node = await as(nodeA(), ['debug', 'on-a', '--image=busybox', '--container=dbg']);
+      t.is(node.code, 1);
+      t.regex(
+        node.stderr,
+        /pods "on-a" is forbidden: User "system:node:rb-1" cannot patch resource "pods\/ephemeralcontainers"/,
+      );
+      const pod = JSON.parse(await up.kubectlOk(['get', 'pod', 'on-a', '-o', 'json']));
+      t.is(pod.spec.ephemeralContainers, undefined, 'no ephemeral container was added');
+    },
+  );
+
   test.serial('a node may not change another node, nor its own node-restriction labels', async (t) => {
     const other = await as(nodeA(), ['label', 'node', 'rb-2', 'team=a']);
     t.is(other.code, 1);

@@ -1,5 +1,6 @@
 import type { Clock, Kernel, Logger, LogLevel } from '@nodelet/kernel';
 import { intFlag, parseFlags } from './args.js';
+import { containerGCHelp, containerGCOptions, parseContainerGCFlags } from './container-gc-flags.js';
 import { CliError } from './errors.js';
 import type { KubeletFlags, KubeletSetup } from './kubelet-setup.js';
 
@@ -43,6 +44,7 @@ Configuration:
                                  KubeletConfiguration file)
   --address IP                   address the kubelet's ports bind to (default 127.0.0.1)
 
+${containerGCHelp}
 The kubelet API (HTTPS: /pods, /containerLogs, /logs, /exec, …):
   --port N                       its port (default 10250; 0 picks a free one)
   --tls-cert-file FILE           serving certificate (default: self-signed <cert-dir>/kubelet.crt)
@@ -96,6 +98,7 @@ const options = {
   'authentication-token-webhook': { type: 'string' },
   'anonymous-auth': { type: 'string' },
   'authorization-mode': { type: 'string' },
+  ...containerGCOptions,
   v: { type: 'string', short: 'v' },
   help: { type: 'boolean', short: 'h' },
 } as const;
@@ -156,6 +159,8 @@ export function parseKubeletArgs(args: readonly string[]): ParsedKubeletArgs {
   }
   set('authorizationMode', mode);
   // `-v=2` (Go's flag syntax, as klog users type it) reaches parseArgs as the short flag with value `=2`.
+  const containerGC = parseContainerGCFlags(values);
+  if (Object.keys(containerGC).length > 0) flags.containerGC = containerGC;
   set('v', intFlag('v', values.v?.replace(/^=/, ''), 0, 10));
   return { help: !!values.help, flags };
 }

@@ -12,6 +12,7 @@ import {
   parseTaints,
   tlsVersions,
 } from '@nodelet/kubelet';
+import type { ContainerGCFlags } from './container-gc-flags.js';
 import { CliError } from './errors.js';
 import { type LoadedConfig, loadConfigFile } from './nodelet-config.js';
 import { checkRuntimeName, DEFAULT_RUNTIME_ORIGIN, pluginSpecs, type RuntimeChoice } from './plugins.js';
@@ -52,6 +53,8 @@ export interface KubeletFlags {
   authenticationTokenWebhook?: boolean;
   anonymousAuth?: boolean;
   authorizationMode?: 'AlwaysAllow' | 'Webhook';
+  /** `--minimum-container-ttl-duration`, `--maximum-dead-containers-per-container`, `--maximum-dead-containers`. */
+  containerGC?: ContainerGCFlags;
   v?: number;
 }
 
@@ -231,6 +234,7 @@ export function resolveKubeletSetup(flags: KubeletFlags, env: SetupEnv): Kubelet
   // The eviction manager's thresholds and image garbage collection (with a stats provider).
   if (kc.eviction) kubelet.eviction = kc.eviction;
   if (kc.imageGC) kubelet.imageGC = kc.imageGC;
+  if (flags.containerGC) kubelet.containerGC = flags.containerGC;
   if (kc.allowedUnsafeSysctls !== undefined) kubelet.allowedUnsafeSysctls = kc.allowedUnsafeSysctls;
   // Pods' DNS: resolv.conf from dnsPolicy, search paths and FQDNs under the cluster domain.
   if (kc.clusterDNS !== undefined) kubelet.clusterDNS = kc.clusterDNS;

@@ -16,7 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { requireKubectl } from './e2e-containerd/nodelet-up.js';
 import { MAIN, nodelet, pollUntil } from './test-helpers.js';
-import { parseUpArgs } from './up-command.js';
+import { parseUpArgs } from './up-flags.js';
 
 const kubectlTest = requireKubectl(test) ? test : () => undefined;
 
@@ -388,8 +388,8 @@ test('nodelet up refuses a bad proxy mode or proxy section before it starts anyt
   t.false(existsSync(join(dir, 'state.db')), 'nothing was started');
 });
 
-test('nodelet up takes the node lifecycle timing, as kube-controller-manager and kube-apiserver spell it', (t) => {
-  const { nodeLifecycle } = parseUpArgs([
+test('nodelet up takes the node lifecycle timing and the metric resolution, as upstream spells them', (t) => {
+  const { controlPlaneLoops } = parseUpArgs([
     '--node-monitor-period',
     '1s',
     '--node-monitor-grace-period=4s',
@@ -397,14 +397,23 @@ test('nodelet up takes the node lifecycle timing, as kube-controller-manager and
     '10',
     '--default-unreachable-toleration-seconds',
     '0',
+    '--metric-resolution=2s',
   ]).flags;
-  t.deepEqual(nodeLifecycle, {
+  t.deepEqual(controlPlaneLoops, {
     nodeMonitorPeriodMs: 1_000,
     nodeMonitorGracePeriodMs: 4_000,
     defaultNotReadyTolerationSeconds: 10,
     defaultUnreachableTolerationSeconds: 0,
+    metricResolutionMs: 2_000,
   });
-  t.deepEqual(parseUpArgs([]).flags.nodeLifecycle, {}, 'the control plane defaults apply: 5s, 50s, 300, 300');
+  t.deepEqual(
+    parseUpArgs([]).flags.controlPlaneLoops,
+    {},
+    'the control plane defaults apply: 5s, 50s, 300, 300, 15s',
+  );
+  t.throws(() => parseUpArgs(['--metric-resolution', '0s']), {
+    message: 'flag --metric-resolution must be a positive duration such as 5s or 1m, got "0s"',
+  });
   t.throws(() => parseUpArgs(['--node-monitor-grace-period', '40']), {
     message: 'flag --node-monitor-grace-period must be a positive duration such as 5s or 1m, got "40"',
   });

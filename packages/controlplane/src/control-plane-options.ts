@@ -49,6 +49,8 @@ export interface ControlPlaneOptions {
    * (300 each): the tolerations the DefaultTolerationSeconds admission gives every pod.
    */
   defaultTolerationSeconds?: DefaultTolerationSecondsOptions;
+  /** metrics-server's --metric-resolution (15 s): how often the kubelets' resource metrics are scraped. */
+  metricResolutionMs?: number;
   /** Every `intervalMs`, history older than the newest `retainRevisions` revisions is compacted. */
   compaction?: { intervalMs?: number; retainRevisions?: number };
   /** How long Events live (default 1 h). */

@@ -214,7 +214,13 @@ export class ControlPlane {
       key: this.pki.kubeletClient.key,
       ca: this.pki.ca.cert,
     });
-    this.metrics = new ResourceMetrics({ store, kubelets, clock: o.clock, logger: logger.child('metrics') });
+    this.metrics = new ResourceMetrics({
+      store,
+      kubelets,
+      clock: o.clock,
+      logger: logger.child('metrics'),
+      ...(o.metricResolutionMs ? { resolutionMs: o.metricResolutionMs } : {}),
+    });
     this.controllers.push(this.metrics);
     // The bootstrap RBAC policy is in place before the server answers anyone.
     ensureSystemNamespaces(registry);

@@ -51,6 +51,8 @@ export interface ControlPlanePluginConfig {
   /** kube-apiserver's --default-not-ready-toleration-seconds and --default-unreachable-toleration-seconds. */
   defaultNotReadyTolerationSeconds: number;
   defaultUnreachableTolerationSeconds: number;
+  /** metrics-server's --metric-resolution, in ms: how often the kubelets' resource metrics are scraped. */
+  metricResolutionMs: number;
 }
 
 export const controlPlaneConfigSchema = {
@@ -87,6 +89,7 @@ export const controlPlaneConfigSchema = {
     nodeMonitorGracePeriodMs: { type: 'integer', minimum: 1, default: 50_000 },
     defaultNotReadyTolerationSeconds: { type: 'integer', minimum: 0, default: 300 },
     defaultUnreachableTolerationSeconds: { type: 'integer', minimum: 0, default: 300 },
+    metricResolutionMs: { type: 'integer', minimum: 1, default: 15_000 },
   },
 } as const;
 
@@ -130,6 +133,7 @@ export const controlPlanePlugin = definePlugin<ControlPlanePluginConfig>({
         notReadySeconds: c.defaultNotReadyTolerationSeconds,
         unreachableSeconds: c.defaultUnreachableTolerationSeconds,
       },
+      metricResolutionMs: c.metricResolutionMs,
     });
     ctx.provide(ControlPlaneApi, cp);
     ctx.onStart(() => cp.start());

@@ -6,8 +6,7 @@ import type { VolumeManager } from './volume/index.js';
  * Housekeeping (upstream HandlePodCleanups): removes what no source wants — sandboxes and containers of
  * pods that are neither desired nor being terminated (deleted while the kubelet was down) — once every
  * source has been seen, so a restart adopts its pods instead of killing them — then the directories
- * under `<root>/pods/` of pods no one wants (upstream cleanupOrphanedPodDirs). Also keeps only the
- * newest dead container per name.
+ * under `<root>/pods/` of pods no one wants (upstream cleanupOrphanedPodDirs).
  */
 export class Housekeeping {
   private failures = 0;
@@ -29,7 +28,6 @@ export class Housekeeping {
     try {
       await this.deps.gc.removeOrphanedPods((uid) => this.deps.wanted(uid));
       await this.deps.volumes.removeOrphanedPodDirs((uid) => this.deps.wanted(uid));
-      await this.deps.gc.removeDeadContainers();
       if (this.failures > 0) this.deps.logger.info('housekeeping succeeded again');
       this.failures = 0;
     } catch (err) {

@@ -17,7 +17,9 @@ import type { EvictionManager, EvictionSettings } from './eviction/index.js';
 import { nodePressureManagers } from './eviction/kubelet-pressure.js';
 import type { ImageGarbageCollector, ImageGCPolicy } from './images/image-gc.js';
 import { ImagePuller } from './image-puller.js';
+import type { ContainerGarbageCollector, ContainerGCPolicy } from './kuberuntime/index.js';
 import { KubeRuntime, RuntimeGarbageCollector } from './kuberuntime/index.js';
+import { kubeletContainerGC } from './kubelet-container-gc.js';
 import { LifecycleHookRunner } from './lifecycle/hook-runner.js';
 import { PodNetwork, type PodNetworkSettings } from './network/index.js';
 import { type KubeletObjects, kubeletObjects } from './objects/index.js';
@@ -98,6 +100,8 @@ export interface KubeletOptions extends PodNetworkSettings {
   evictionMonitoringPeriodMs?: number;
   /** `imageGCHighThresholdPercent`, `imageGCLowThresholdPercent`, `imageMinimumGCAge`, `imageMaximumGCAge`. */
   imageGC?: Partial<ImageGCPolicy>;
+  /** Dead containers kept (`--maximum-dead-containers`, …) and how often they are collected (1 min). */
+  containerGC?: Partial<ContainerGCPolicy> & { periodMs?: number };
 }
 
 export interface KubeletDeps {
@@ -156,6 +160,7 @@ export class Kubelet {
   readonly evictionManager?: EvictionManager;
   /** Removes unused images when the image file system fills up (with a stats provider). */
   readonly imageGC?: ImageGarbageCollector;
+  readonly containerGC: ContainerGarbageCollector;
   private readonly sources: PodSource[];
   private syncLoop?: Subscription;
   /** When the sync loop last ran an iteration (0: not yet), for `/healthz/syncloop`. */
@@ -268,12 +273,13 @@ export class Kubelet {
     );
     this.podConfig = new PodConfig({ bus, clock, logger: this.logger.child('config') });
     this.sources = podSources(options, deps, this.logger);
-    const containerGC = new RuntimeGarbageCollector(runtime, this.kubeRuntime, {
+    const orphans = new RuntimeGarbageCollector(runtime, this.kubeRuntime, {
       nodeName: options.nodeName,
       logger: this.logger,
     });
+    this.containerGC = kubeletContainerGC(this, deps);
     this.cleanups = new Housekeeping({
-      gc: containerGC,
+      gc: orphans,
       volumes: this.volumes,
       seenAllSources: () => this.podConfig.seenAllSources(),
       wanted: (uid) => this.podManager.has(uid) || this.workers.isKnown(uid),
@@ -293,7 +299,7 @@ export class Kubelet {
         bus,
         logger: this.logger,
         rootDir: options.rootDir,
-        containerGC,
+        containerGC: this.containerGC,
         // A pod already chosen is being stopped: not a candidate again (upstream: termination requested).
         activePods: () => this.activePods().filter((p) => !this.podSync.isEvicted(p.metadata!.uid!)),
         evict: (pod, grace, message) => {
@@ -372,6 +378,7 @@ export class Kubelet {
     this.pleg.start();
     this.evictionManager?.start(this.options.evictionMonitoringPeriodMs);
     this.imageGC?.start();
+    this.containerGC.start(this.options.containerGC?.periodMs);
     this.logger.info('kubelet started', {
       node: this.options.nodeName,
       sources: this.sources.map((s) => s.name).join(','),
@@ -381,6 +388,7 @@ export class Kubelet {
   async stop(): Promise<void> {
     this.evictionManager?.stop();
     this.imageGC?.stop();
+    this.containerGC.stop();
     await this.nodeAgent?.stop();
     this.syncLoop?.unsubscribe();
     this.syncLoop = undefined;

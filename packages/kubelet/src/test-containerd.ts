@@ -2,10 +2,63 @@
 // need — polling in real time, and removing only their own pods when they end.
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { join } from 'node:path';
+import type { Pod } from '@nodelet/api';
 import type { CriClient } from '@nodelet/cri';
 import { CriLabels } from '@nodelet/cri';
-import type { Kubelet } from './kubelet.js';
-import type { TestSource } from './test-harness.js';
+import { createLogger, EventBus, MemorySink, RealClock } from '@nodelet/kernel';
+import { Kubelet, type KubeletOptions } from './kubelet.js';
+import { TestSource } from './test-harness.js';
+
+/** The busybox image the containerd tests run (imported by the containerd setup, never pulled). */
+export const TEST_BUSYBOX = 'nodelet.test/busybox:1';
+
+/**
+ * A kubelet in real time on the containerd, as node `nodeName` (so it adopts no other test's pods), its
+ * directories under `dir`, fed by a test source. Not started.
+ */
+export function containerdKubelet(
+  client: CriClient,
+  dir: string,
+  nodeName: string,
+  options: Partial<KubeletOptions> = {},
+): { kubelet: Kubelet; source: TestSource } {
+  const clock = new RealClock();
+  const logger = createLogger({ sink: new MemorySink().sink });
+  const source = new TestSource();
+  const kubelet = new Kubelet(
+    { runtime: client.runtime, images: client.image, bus: new EventBus(clock, logger), clock, logger },
+    {
+      nodeName,
+      hostIP: '127.0.0.1',
+      rootDir: join(dir, 'root'),
+      podLogsDir: join(dir, 'logs'),
+      sources: [source],
+      ...options,
+    },
+  );
+  return { kubelet, source };
+}
+
+/** A host-network pod (no CNI needed) of one busybox container `app` running `command`. */
+export function hostNetworkPod(
+  name: string,
+  uid: string,
+  command: string[],
+  spec: Partial<NonNullable<Pod['spec']>> = {},
+): Pod {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace: 'default', uid },
+    spec: {
+      hostNetwork: true,
+      terminationGracePeriodSeconds: 1,
+      containers: [{ name: 'app', image: TEST_BUSYBOX, imagePullPolicy: 'IfNotPresent', command }],
+      ...spec,
+    },
+  };
+}
 
 /** Polls `probe` every 100 ms until it gives a value; throws after `timeoutMs`. */
 export async function until<T>(what: string, probe: () => T | undefined, timeoutMs: number): Promise<T> {

@@ -50,6 +50,8 @@ export async function startHarness(
      * kubelet options (`eviction`, `imageGC`, `evictionMonitoringPeriodMs`).
      */
     eviction?: Pick<KubeletOptions, 'eviction' | 'imageGC' | 'evictionMonitoringPeriodMs'>;
+    /** Container garbage collection's policy and period (default: upstream's, every minute). */
+    containerGC?: KubeletOptions['containerGC'];
     /** The fake runtime's configuration (default: instant pulls). */
     runtimeConfig?: FakeRuntimeConfig;
   } = {},
@@ -83,6 +85,7 @@ export async function startHarness(
       sources: [source],
       ...options.network,
       ...options.eviction,
+      ...(options.containerGC ? { containerGC: options.containerGC } : {}),
     },
   );
   await kubelet.start();

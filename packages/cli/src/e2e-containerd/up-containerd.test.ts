@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import test from 'ava';
 import { requireContainerd } from '@nodelet/runtime-cri/testing';
 import { parseTable, pollUntil, type TableRow } from '../test-helpers.js';
-import { parseUpArgs } from '../up-command.js';
+import { parseUpArgs } from '../up-flags.js';
 import {
   BUSYBOX,
   ctrContainers,

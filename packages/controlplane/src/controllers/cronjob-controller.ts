@@ -12,7 +12,8 @@ import type { EventRecorder } from './event-recorder.js';
 import { controllerRef, controllerRefOf } from './pod-control.js';
 import { hasTrueCondition, isJobFinished } from './job-status.js';
 import { writeStatusIfChanged } from './status-write.js';
-import { longestWaitMs, WorkQueue } from './work-queue.js';
+import { KeyedController } from './keyed-controller.js';
+import { longestWaitMs } from './work-queue.js';
 
 /**
  * The CronJob controller (upstream's pkg/controller/cronjob, the v2 controller): at each scheduled time
@@ -31,42 +32,22 @@ const kind = 'CronJob';
 const tooManyMissed = 100;
 const scheduledAnnotation = 'batch.kubernetes.io/cronjob-scheduled-timestamp';
 
-export class CronJobController {
-  private readonly queue: WorkQueue;
-  private readonly unsubscribe: (() => void)[] = [];
+export class CronJobController extends KeyedController {
   /** The one wake-up per CronJob at its next scheduled time (replaced, never stacked). */
   private readonly wakeups = new Map<string, () => void>();
 
-  constructor(
-    private readonly registry: Registry,
-    private readonly clock: Clock,
-    logger: Logger,
-    private readonly events?: EventRecorder,
-  ) {
-    this.queue = new WorkQueue('cronjob', (k) => this.sync(k), clock, logger);
+  constructor(registry: Registry, clock: Clock, logger: Logger, events?: EventRecorder) {
+    super(registry, clock, logger, events, 'cronjobs', 'cronjob');
   }
 
-  start(): void {
-    const store = this.registry.store;
-    this.unsubscribe.push(
-      store.subscribe('cronjobs', (e) => this.queue.add(`${e.namespace}/${e.name}`)),
-      store.subscribe('jobs', (e) => {
-        for (const job of e.prev ? [e.object, e.prev] : [e.object]) {
-          const ref = controllerRefOf(job);
-          if (ref?.kind === kind && ref.apiVersion.startsWith('batch/'))
-            this.queue.add(`${job.metadata.namespace}/${ref.name}`);
-        }
-      }),
-    );
-    for (const { object } of store.listAll('cronjobs'))
-      this.queue.add(`${object.metadata.namespace}/${object.metadata.name}`);
+  protected override watchMore(): (() => void)[] {
+    return [this.registry.store.subscribe('jobs', (e) => this.enqueueControllerOf(e, kind, 'batch'))];
   }
 
-  stop(): void {
-    for (const u of this.unsubscribe.splice(0)) u();
+  override stop(): void {
     for (const cancel of this.wakeups.values()) cancel();
     this.wakeups.clear();
-    this.queue.stop();
+    super.stop();
   }
 
   /** One step: reconciles the CronJob `namespace/name`'s Jobs with its schedule and writes its status. */

@@ -39,6 +39,7 @@ export class DaemonSetController extends PodOwnerController {
 
   protected override watchMore(): (() => void)[] {
     return [
+      ...super.watchMore(),
       this.registry.store.subscribe('nodes', (e) => {
         // A heartbeat changes nothing a DaemonSet looks at.
         if (e.op === 'update' && e.prev && !nodeChanged(e.prev, e.object)) return;

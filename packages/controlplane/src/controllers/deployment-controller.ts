@@ -18,7 +18,7 @@ import {
 } from './deployment-util.js';
 import { deploymentStatus } from './deployment-status.js';
 import { isScalingEvent, scaleTargets } from './deployment-scale.js';
-import { WorkQueue } from './work-queue.js';
+import { KeyedController } from './keyed-controller.js';
 
 /**
  * The Deployment controller (upstream's pkg/controller/deployment): one ReplicaSet per pod template,
@@ -31,23 +31,14 @@ import { WorkQueue } from './work-queue.js';
  */
 const apiVersion = 'apps/v1';
 
-export class DeploymentController {
-  private readonly queue: WorkQueue;
-  private readonly unsubscribe: (() => void)[] = [];
-
-  constructor(
-    private readonly registry: Registry,
-    private readonly clock: Clock,
-    logger: Logger,
-    private readonly events?: EventRecorder,
-  ) {
-    this.queue = new WorkQueue('deployment', (k) => this.sync(k), clock, logger);
+export class DeploymentController extends KeyedController {
+  constructor(registry: Registry, clock: Clock, logger: Logger, events?: EventRecorder) {
+    super(registry, clock, logger, events, 'deployments', 'deployment');
   }
 
-  start(): void {
+  protected override watchMore(): (() => void)[] {
     const store = this.registry.store;
-    this.unsubscribe.push(
-      store.subscribe('deployments', (e) => this.queue.add(`${e.namespace}/${e.name}`)),
+    return [
       store.subscribe('replicasets', (e) => this.enqueueOwner(e.object)),
       // Recreate waits for the old pods to be gone.
       store.subscribe('pods', (e) => {
@@ -56,14 +47,7 @@ export class DeploymentController {
         const rs = store.get('replicasets', e.namespace, ref.name)?.object;
         if (rs) this.enqueueOwner(rs);
       }),
-    );
-    for (const { object } of store.listAll('deployments'))
-      this.queue.add(`${object.metadata.namespace}/${object.metadata.name}`);
-  }
-
-  stop(): void {
-    for (const u of this.unsubscribe.splice(0)) u();
-    this.queue.stop();
+    ];
   }
 
   private enqueueOwner(rs: KubeObject): void {

@@ -12,7 +12,7 @@ import {
 } from './disruption-status.js';
 import { controllerRefOf, type OwnerReference } from './pod-control.js';
 import { writeStatusIfChanged } from './status-write.js';
-import { WorkQueue } from './work-queue.js';
+import { KeyedController } from './keyed-controller.js';
 
 /**
  * The disruption controller (upstream's pkg/controller/disruption): keeps each PodDisruptionBudget's
@@ -35,36 +35,23 @@ const stalePodDisruptionTimeoutMs = 2 * 60_000;
 /** Queue keys of pods with a possibly stale DisruptionTarget (':' never appears in a namespace). */
 const stalePrefix = 'stale-pod:';
 
-export class DisruptionController {
-  private readonly queue: WorkQueue;
-  private readonly unsubscribe: (() => void)[] = [];
-
-  constructor(
-    private readonly registry: Registry,
-    private readonly clock: Clock,
-    logger: Logger,
-    private readonly events?: EventRecorder,
-  ) {
-    this.queue = new WorkQueue('disruption', (k) => this.sync(k), clock, logger);
+export class DisruptionController extends KeyedController {
+  constructor(registry: Registry, clock: Clock, logger: Logger, events?: EventRecorder) {
+    super(registry, clock, logger, events, 'poddisruptionbudgets', 'disruption');
   }
 
-  start(): void {
-    const store = this.registry.store;
-    this.unsubscribe.push(
-      store.subscribe('poddisruptionbudgets', (e) => this.queue.add(`${e.namespace}/${e.name}`)),
-      store.subscribe('pods', (e) => {
+  protected override watchMore(): (() => void)[] {
+    return [
+      this.registry.store.subscribe('pods', (e) => {
         for (const pod of e.prev ? [e.object, e.prev] : [e.object]) this.enqueueFor(pod);
         if (e.op !== 'delete') this.checkStaleDisruption(e.object);
       }),
-    );
-    for (const { object } of store.listAll('poddisruptionbudgets'))
-      this.queue.add(`${object.metadata.namespace}/${object.metadata.name}`);
-    for (const { object } of store.listAll('pods')) this.checkStaleDisruption(object);
+    ];
   }
 
-  stop(): void {
-    for (const u of this.unsubscribe.splice(0)) u();
-    this.queue.stop();
+  override start(): void {
+    super.start();
+    for (const { object } of this.registry.store.listAll('pods')) this.checkStaleDisruption(object);
   }
 
   private enqueueFor(pod: KubeObject): void {

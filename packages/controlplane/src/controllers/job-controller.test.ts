@@ -300,6 +300,32 @@ test('suspend deletes the running pods; resuming starts them again', (t) => {
   t.is(getJob(registry, 'pause').status.failed, undefined, 'pods deleted by suspension are no failures');
 });
 
+test('pods deleted by suspension are let go before deletion: a restarted controller counts no failure', (t) => {
+  const { registry, controller, clock, logger } = setup();
+  registry.create(jobs, 'default', job('pause', { parallelism: 2, completions: 4 }));
+  controller.sync('default/pause');
+  for (const pod of livePods(registry)) {
+    registry.store.update('pods', 'default', pod.metadata.name!, (p) => ({
+      ...p,
+      spec: { ...p.spec, nodeName: 'n1' },
+    }));
+  }
+  const current = getJob(registry, 'pause');
+  registry.update(jobs, 'default', 'pause', { ...current, spec: { ...current.spec, suspend: true } });
+  controller.sync('default/pause');
+  const deleted = registry.store.listAll('pods', 'default').map((s) => s.object);
+  t.is(deleted.length, 2, 'still terminating on their node');
+  for (const pod of deleted) {
+    t.truthy(pod.metadata.deletionTimestamp);
+    t.deepEqual(pod.metadata.finalizers ?? [], [], 'the tracking finalizer was removed before the delete');
+    finish(registry, clock, pod, 137); // killed by the kubelet: Failed
+  }
+  const restarted = new JobController(registry, clock, logger);
+  restarted.sync('default/pause');
+  t.is(getJob(registry, 'pause').status.failed, undefined);
+  t.deepEqual(getJob(registry, 'pause').status.uncountedTerminatedPods ?? {}, {});
+});
+
 test('ttlSecondsAfterFinished deletes the finished Job, and the garbage collector its pods', async (t) => {
   const { clock, registry, controller, logger } = setup();
   const ttl = new TtlAfterFinishedController(registry, clock, logger);

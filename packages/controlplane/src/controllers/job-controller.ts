@@ -16,7 +16,7 @@ import {
 import { hasTrueCondition, isJobFinished, reasons, setCondition } from './job-status.js';
 import { countReleased, isTracked, parseIndexes, recordFinished, trackingFinalizer } from './job-tracking.js';
 import { writeStatusIfChanged } from './status-write.js';
-import { WorkQueue } from './work-queue.js';
+import { KeyedController } from './keyed-controller.js';
 
 /**
  * The Job controller (upstream's pkg/controller/job): runs a Job's pods to completion.
@@ -47,42 +47,16 @@ interface Counts {
   lastSuccess: number;
 }
 
-export class JobController {
-  private readonly queue: WorkQueue;
-  private readonly unsubscribe: (() => void)[] = [];
-  /** Pods this controller deleted and has not let go yet: not counted as failed. */
-  private readonly deletedHere = new Set<string>();
+export class JobController extends KeyedController {
   /** When a failed pod with no finish time was first seen (its backoff counts from then). */
   private readonly firstSeenFailed = new Map<string, number>();
 
-  constructor(
-    private readonly registry: Registry,
-    private readonly clock: Clock,
-    logger: Logger,
-    private readonly events?: EventRecorder,
-  ) {
-    this.queue = new WorkQueue('job', (k) => this.sync(k), clock, logger);
+  constructor(registry: Registry, clock: Clock, logger: Logger, events?: EventRecorder) {
+    super(registry, clock, logger, events, 'jobs', 'job');
   }
 
-  start(): void {
-    const store = this.registry.store;
-    this.unsubscribe.push(
-      store.subscribe('jobs', (e) => this.queue.add(`${e.namespace}/${e.name}`)),
-      store.subscribe('pods', (e) => {
-        for (const pod of e.prev ? [e.object, e.prev] : [e.object]) {
-          const ref = controllerRefOf(pod);
-          if (ref?.kind === kind && ref.apiVersion.startsWith('batch/'))
-            this.queue.add(`${pod.metadata.namespace}/${ref.name}`);
-        }
-      }),
-    );
-    for (const { object } of store.listAll('jobs'))
-      this.queue.add(`${object.metadata.namespace}/${object.metadata.name}`);
-  }
-
-  stop(): void {
-    for (const u of this.unsubscribe.splice(0)) u();
-    this.queue.stop();
+  protected override watchMore(): (() => void)[] {
+    return [this.registry.store.subscribe('pods', (e) => this.enqueueControllerOf(e, kind, 'batch'))];
   }
 
   /** One step: moves the Job `namespace/name` towards its outcome and writes its status. */
@@ -106,7 +80,7 @@ export class JobController {
     let pods = owned(job.metadata.uid);
     const status: Record<string, any> = structuredClone(job.status ?? {});
     const indexes = parseIndexes(status.completedIndexes);
-    const release = recordFinished(job, pods, status, indexes, this.deletedHere);
+    const release = recordFinished(job, pods, status, indexes);
     if (job.spec?.completionMode === 'Indexed') this.setIndexes(status, indexes);
     if (release.length > 0) {
       writeStatusIfChanged(this.registry, 'jobs', job, status);
@@ -169,7 +143,6 @@ export class JobController {
     const podType = this.registry.byStorage('pods');
     for (const pod of pods) {
       const current = this.registry.store.get('pods', pod.metadata.namespace!, pod.metadata.name!)?.object;
-      this.deletedHere.delete(pod.metadata.uid!);
       if (!current || !isTracked(current)) continue;
       const finalizers = (current.metadata.finalizers ?? []).filter((f: string) => f !== trackingFinalizer);
       const metadata: KubeObject['metadata'] = { ...current.metadata, finalizers };
@@ -311,11 +284,16 @@ export class JobController {
     return podFinishedAt(pod) ?? this.firstSeenFailed.get(pod.metadata.uid!) ?? 0;
   }
 
+  /**
+   * Deletes pods the Job no longer wants (suspend, surplus, the Job's end). As upstream's deleteJobPods,
+   * each is let go first (the tracking finalizer removed), so it never counts as failed — also after a
+   * restart of the controller, with nothing to remember in memory.
+   */
   private deletePods(job: KubeObject, pods: KubeObject[]): void {
     const podType = this.registry.byStorage('pods');
     for (const pod of pods) {
       try {
-        this.deletedHere.add(pod.metadata.uid!);
+        this.release([pod]);
         this.registry.delete(podType, pod.metadata.namespace!, pod.metadata.name!);
         this.events?.record(job, 'Normal', 'SuccessfulDelete', `Deleted pod: ${pod.metadata.name}`);
       } catch (err) {

@@ -52,7 +52,6 @@ export function recordFinished(
   pods: KubeObject[],
   status: Record<string, any>,
   indexes: Set<number>,
-  deletedByController: ReadonlySet<string>,
 ): KubeObject[] {
   const uncounted: Uncounted = status.uncountedTerminatedPods ?? {};
   const known = new Set([...(uncounted.succeeded ?? []), ...(uncounted.failed ?? [])]);
@@ -63,8 +62,8 @@ export function recordFinished(
     if (!phase || !isTracked(pod)) continue;
     release.push(pod);
     const uid = pod.metadata.uid!;
-    // Pods the controller deleted itself (suspend, surplus, the Job's end) are no failures.
-    if (known.has(uid) || (phase === 'Failed' && deletedByController.has(uid))) continue;
+    // Pods the controller deleted itself (suspend, surplus, the Job's end) were let go first: not here.
+    if (known.has(uid)) continue;
     if (phase === 'Succeeded') {
       const index = indexed ? podIndex(pod, job.spec?.completions ?? 0) : undefined;
       if (indexed && index === undefined) continue;

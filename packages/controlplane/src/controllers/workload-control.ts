@@ -3,7 +3,7 @@ import type { KubeObject } from '../object.js';
 import type { Registry } from '../apiserver/registry.js';
 import { ApiError } from '../apiserver/status.js';
 import type { EventRecorder } from './event-recorder.js';
-import { WorkQueue } from './work-queue.js';
+import { KeyedController } from './keyed-controller.js';
 import { controllerRef, controllerRefOf, isPodActive, selectorMatches } from './pod-control.js';
 
 /**
@@ -117,54 +117,28 @@ export function deletePod(
 }
 
 /**
- * The frame of a controller that owns pods: a work queue of `namespace/name` keys of its kind, fed by
- * events of its kind and of the pods it (or, for an orphan, its selector) concerns, and on start by
- * every object of its kind. `watchMore` adds what else a controller reacts to.
+ * The frame of a controller that owns pods: a keyed controller of its kind also fed by the events of the
+ * pods it (or, for an orphan, its selector) concerns. A subclass adds to `super.watchMore()`.
  */
-export abstract class PodOwnerController {
-  protected readonly queue: WorkQueue;
-  private readonly unsubscribe: (() => void)[] = [];
-
+export abstract class PodOwnerController extends KeyedController {
   constructor(
-    protected readonly registry: Registry,
-    protected readonly clock: Clock,
-    protected readonly logger: Logger,
-    protected readonly events: EventRecorder | undefined,
-    private readonly storage: string,
+    registry: Registry,
+    clock: Clock,
+    logger: Logger,
+    events: EventRecorder | undefined,
+    storage: string,
     protected readonly kind: string,
   ) {
-    this.queue = new WorkQueue(kind.toLowerCase(), (k) => this.sync(k), clock, logger);
+    super(registry, clock, logger, events, storage, kind.toLowerCase());
   }
 
-  /** One step for the object `namespace/name`. */
-  abstract sync(key: string): void;
-
-  /** Subscriptions beyond the kind and its pods; each returns its unsubscribe. */
-  protected watchMore(): (() => void)[] {
-    return [];
-  }
-
-  start(): void {
-    const store = this.registry.store;
-    this.unsubscribe.push(
-      store.subscribe(this.storage, (e) => this.queue.add(`${e.namespace}/${e.name}`)),
-      store.subscribe('pods', (e) => {
+  protected override watchMore(): (() => void)[] {
+    return [
+      this.registry.store.subscribe('pods', (e) => {
         for (const pod of e.prev ? [e.object, e.prev] : [e.object]) {
           for (const k of ownerKeysOfPod(this.registry, pod, this.storage, this.kind)) this.queue.add(k);
         }
       }),
-      ...this.watchMore(),
-    );
-    this.enqueueAll();
-  }
-
-  stop(): void {
-    for (const u of this.unsubscribe.splice(0)) u();
-    this.queue.stop();
-  }
-
-  protected enqueueAll(): void {
-    for (const { object } of this.registry.store.listAll(this.storage))
-      this.queue.add(`${object.metadata.namespace}/${object.metadata.name}`);
+    ];
   }
 }

@@ -1,5 +1,11 @@
 /** Nodes: status, roles and addresses as kubectl prints them, and taint validation. */
-import { fieldNotSupported, fieldRequired, type FieldError } from '@nodelet/api';
+import {
+  fieldForbidden,
+  fieldInvalid,
+  fieldNotSupported,
+  fieldRequired,
+  type FieldError,
+} from '@nodelet/api';
 import { isObject, type KubeObject } from '../object.js';
 import { ageColumn, nameColumn, type ResourceType } from '../apiserver/resource-type.js';
 import { age } from './printers.js';
@@ -102,6 +108,7 @@ export const nodes: ResourceType = base({
     validate: (obj) => [
       ...validateObjectMeta(obj.metadata, nameRules.subdomain, false),
       ...validateTaints(obj),
+      ...validatePodCidrs(obj),
     ],
     prepareForUpdate(obj, old) {
       obj.status = old.status;
@@ -110,9 +117,64 @@ export const nodes: ResourceType = base({
       ...validateObjectMeta(obj.metadata, nameRules.subdomain, false),
       ...validateObjectMetaUpdate(obj.metadata, old.metadata),
       ...validateTaints(obj),
+      ...validatePodCidrs(obj),
+      ...validateSetOnce(obj, old),
     ],
   },
 });
+
+// An IPv4 or IPv6 CIDR as net.ParseCIDR takes it (the address part need not be the network's).
+const ipv4Cidr = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/;
+const ipv6Cidr = /^[0-9a-fA-F:.]*:[0-9a-fA-F:.]*\/(\d{1,3})$/;
+
+function isCidr(text: unknown): boolean {
+  if (typeof text !== 'string') return false;
+  const v4 = ipv4Cidr.exec(text);
+  if (v4) return v4.slice(1, 5).every((o) => Number(o) <= 255) && Number(v4[5]) <= 32;
+  const v6 = ipv6Cidr.exec(text);
+  return !!v6 && Number(v6[1]) <= 128;
+}
+
+/** As upstream's ValidateNode: each of spec.podCIDRs a CIDR, at most two (dual-stack), podCIDR the first. */
+function validatePodCidrs(node: KubeObject): FieldError[] {
+  const errors: FieldError[] = [];
+  const cidrs: unknown[] = Array.isArray(node.spec?.podCIDRs) ? node.spec.podCIDRs : [];
+  cidrs.forEach((c, i) => {
+    if (!isCidr(c)) errors.push(fieldInvalid(`spec.podCIDRs[${i}]`, c, 'must be a valid CIDR'));
+  });
+  if (cidrs.length > 2)
+    errors.push(fieldInvalid('spec.podCIDRs', cidrs, 'may specify no more than one CIDR for each IP family'));
+  const single = node.spec?.podCIDR;
+  if (single !== undefined && single !== '' && cidrs.length > 0 && single !== cidrs[0]) {
+    errors.push(fieldInvalid('spec.podCIDR', single, 'must equal spec.podCIDRs[0]'));
+  }
+  return errors;
+}
+
+/**
+ * As upstream's ValidateNodeUpdate: the node IPAM controller may give a node its pod CIDRs and a cloud
+ * controller its providerID once, from unset; no one changes them afterwards (pods hold addresses from them).
+ */
+function validateSetOnce(node: KubeObject, old: KubeObject): FieldError[] {
+  const errors: FieldError[] = [];
+  const oldCidrs: unknown[] = old.spec?.podCIDRs ?? (old.spec?.podCIDR ? [old.spec.podCIDR] : []);
+  const newCidrs: unknown[] = node.spec?.podCIDRs ?? (node.spec?.podCIDR ? [node.spec.podCIDR] : []);
+  if (
+    oldCidrs.length > 0 &&
+    (oldCidrs.length !== newCidrs.length || oldCidrs.some((c, i) => c !== newCidrs[i]))
+  ) {
+    errors.push(
+      fieldForbidden('spec.podCIDRs', 'node updates may not change podCIDR except from "" to valid'),
+    );
+  }
+  const oldProvider = old.spec?.providerID ?? '';
+  if (oldProvider !== '' && (node.spec?.providerID ?? '') !== oldProvider) {
+    errors.push(
+      fieldForbidden('spec.providerID', 'node updates may not change providerID except from "" to valid'),
+    );
+  }
+  return errors;
+}
 
 function validateTaints(node: KubeObject): FieldError[] {
   const errors: FieldError[] = [];

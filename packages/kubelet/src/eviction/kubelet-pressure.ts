@@ -3,7 +3,7 @@ import type { ImageService, RuntimeService, StatsProvider } from '@nodelet/cri';
 import type { Clock, EventBus, Logger } from '@nodelet/kernel';
 import type { ReservationConfig } from '../cm/node-allocatable.js';
 import { DEFAULT_IMAGE_GC_POLICY, ImageGarbageCollector, type ImageGCPolicy } from '../images/image-gc.js';
-import type { RuntimeGarbageCollector } from '../kuberuntime/index.js';
+import type { ContainerGarbageCollector } from '../kuberuntime/container-gc.js';
 import { emptyDirUsage } from '../stats/volume-usage.js';
 import { EvictionManager } from './eviction-manager.js';
 import type { PressureCondition } from './signals.js';
@@ -18,7 +18,7 @@ export interface NodePressureDeps {
   bus: EventBus;
   logger: Logger;
   rootDir: string;
-  containerGC: RuntimeGarbageCollector;
+  containerGC: Pick<ContainerGarbageCollector, 'deleteAllUnusedContainers'>;
   /** Pods admitted, not finished and not already chosen for eviction. */
   activePods(): Pod[];
   /** Stops the pod for good as evicted (through its worker). */

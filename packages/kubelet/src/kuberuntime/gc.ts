@@ -5,9 +5,10 @@ import type { KubeRuntime } from './manager.js';
 import { NODE_NAME_LABEL } from './sandbox.js';
 
 /**
- * Garbage collection of the runtime (upstream kuberuntime_gc.go): the sandboxes and containers of pods
- * no one wants (deleted while the kubelet was down), and dead containers beyond the newest per name.
- * Only this node's objects: another kubelet on the same runtime owns the others.
+ * Housekeeping's part of the runtime's cleanup (upstream HandlePodCleanups' killing of unwanted pods):
+ * the sandboxes and containers of pods no one wants (deleted while the kubelet was down) are killed and
+ * removed. Dead containers, sandboxes and log directories are container-gc.ts's. Only this node's objects:
+ * another kubelet on the same runtime owns the others.
  */
 export class RuntimeGarbageCollector {
   constructor(
@@ -45,34 +46,6 @@ export class RuntimeGarbageCollector {
       this.options.logger.info('Cleaning up orphaned pod', { pod: `${namespace}/${name}`, podUID: uid });
       await this.kubeRuntime.killPodWithStatus(pod, status, undefined, 'the pod is no longer wanted');
       await this.kubeRuntime.removePod(pod, await this.kubeRuntime.getPodStatus(uid, name, namespace));
-    }
-  }
-
-  /**
-   * Under disk pressure (upstream DeleteAllUnusedContainers): every dead container but the newest of
-   * each (pod, name), whose exit the pod's status and restart count still need.
-   */
-  deleteAllUnusedContainers(): Promise<void> {
-    return this.removeDeadContainers(1);
-  }
-
-  /** Keeps the newest container of each (pod, name) and one dead one before it; removes older dead ones. */
-  async removeDeadContainers(keep = 2): Promise<void> {
-    const { containers } = await this.runtime.listContainers({});
-    const byKey = new Map<string, typeof containers>();
-    for (const c of containers) {
-      if (c.labels[NODE_NAME_LABEL] !== this.options.nodeName) continue;
-      const key = `${c.labels[CriLabels.PodUID]}/${c.labels[CriLabels.ContainerName]}`;
-      const list = byKey.get(key) ?? [];
-      list.push(c);
-      byKey.set(key, list);
-    }
-    for (const list of byKey.values()) {
-      if (list.length <= keep) continue;
-      list.sort((a, b) => Number(b.createdAt - a.createdAt));
-      for (const old of list.slice(keep)) {
-        if (old.state === 2 /* EXITED */) await this.runtime.removeContainer({ containerId: old.id });
-      }
     }
   }
 }

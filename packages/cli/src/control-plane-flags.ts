@@ -3,18 +3,21 @@ import { intFlag } from './args.js';
 import { CliError } from './errors.js';
 
 /**
- * The flags of `nodelet up` that set how node failures are handled, spelled as kube-controller-manager
- * (--node-monitor-period, --node-monitor-grace-period) and kube-apiserver (--default-*-toleration-seconds)
- * spell them; their values become the control plane plugin's configuration of the same names.
+ * The flags of `nodelet up` that tune its control plane's loops, spelled as upstream's components spell
+ * them: how node failures are handled (kube-controller-manager's --node-monitor-period and
+ * --node-monitor-grace-period, kube-apiserver's --default-*-toleration-seconds) and how often resource
+ * metrics are scraped (metrics-server's --metric-resolution). Their values become the control plane
+ * plugin's configuration of the same names.
  */
-export const nodeLifecycleOptions = {
+export const controlPlaneLoopOptions = {
   'node-monitor-period': { type: 'string' },
   'node-monitor-grace-period': { type: 'string' },
   'default-not-ready-toleration-seconds': { type: 'string' },
   'default-unreachable-toleration-seconds': { type: 'string' },
+  'metric-resolution': { type: 'string' },
 } as const;
 
-export const nodeLifecycleHelp = `  --node-monitor-period DURATION
+export const controlPlaneLoopHelp = `  --node-monitor-period DURATION
                       how often the node lifecycle controller checks node health (default 5s)
   --node-monitor-grace-period DURATION
                       a node whose kubelet renews neither its Lease nor its status for this long turns
@@ -24,16 +27,20 @@ export const nodeLifecycleHelp = `  --node-monitor-period DURATION
   --default-unreachable-toleration-seconds N
                       how long pods that do not say otherwise stay on a NotReady or unreachable node
                       before they are evicted (kube-apiserver's flags; default 300)
+  --metric-resolution DURATION
+                      how often the kubelets' resource metrics are scraped for kubectl top and the
+                      metrics API; a CPU figure needs two scrapes (metrics-server's flag; default 15s)
 `;
 
-export interface NodeLifecycleFlags {
+export interface ControlPlaneLoopFlags {
   nodeMonitorPeriodMs?: number;
   nodeMonitorGracePeriodMs?: number;
   defaultNotReadyTolerationSeconds?: number;
   defaultUnreachableTolerationSeconds?: number;
+  metricResolutionMs?: number;
 }
 
-type Values = { [K in keyof typeof nodeLifecycleOptions]?: string };
+type Values = { [K in keyof typeof controlPlaneLoopOptions]?: string };
 
 function positiveDuration(name: string, value: string | undefined): number | undefined {
   if (value === undefined) return undefined;
@@ -46,8 +53,8 @@ function positiveDuration(name: string, value: string | undefined): number | und
   return ms;
 }
 
-export function parseNodeLifecycleFlags(values: Values): NodeLifecycleFlags {
-  const out: NodeLifecycleFlags = {
+export function parseControlPlaneLoopFlags(values: Values): ControlPlaneLoopFlags {
+  const out: ControlPlaneLoopFlags = {
     nodeMonitorPeriodMs: positiveDuration('node-monitor-period', values['node-monitor-period']),
     nodeMonitorGracePeriodMs: positiveDuration(
       'node-monitor-grace-period',
@@ -65,7 +72,9 @@ export function parseNodeLifecycleFlags(values: Values): NodeLifecycleFlags {
       0,
       2 ** 31 - 1,
     ),
+    metricResolutionMs: positiveDuration('metric-resolution', values['metric-resolution']),
   };
-  for (const k of Object.keys(out) as (keyof NodeLifecycleFlags)[]) if (out[k] === undefined) delete out[k];
+  for (const k of Object.keys(out) as (keyof ControlPlaneLoopFlags)[])
+    if (out[k] === undefined) delete out[k];
   return out;
 }
