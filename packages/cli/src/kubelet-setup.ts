@@ -5,6 +5,7 @@ import { parseGoDuration } from '@nodelet/api';
 import type { Logger, PluginSpec } from '@nodelet/kernel';
 import {
   type ApiServerOptions,
+  DEFAULT_KUBELET_OOM_SCORE_ADJ,
   type KubeletConfigValues,
   type KubeletPluginConfig,
   opensslCiphers,
@@ -266,8 +267,17 @@ export function resolveKubeletSetup(flags: KubeletFlags, env: SetupEnv): Kubelet
       enforceNodeAllocatable: kc.enforceNodeAllocatable ?? ['pods'],
       ...(kc.podPidsLimit !== undefined ? { podPidsLimit: kc.podPidsLimit } : {}),
       ...(kc.cpuCFSQuota !== undefined ? { cpuCFSQuota: kc.cpuCFSQuota } : {}),
+      ...(kc.qosReserved ? { qosReserved: kc.qosReserved } : {}),
     };
+  } else if (kc.qosReserved) {
+    env.logger.warn(
+      'qosReserved limits the QoS cgroups: it has no effect without cgroupsPerQOS and a real runtime',
+    );
   }
+  // The kubelet's own OOM score (upstream's default -999) on a real node; a simulated node shares its
+  // process with the control plane and other nodes, and sets it only when asked.
+  const oomScoreAdj = kc.oomScoreAdj ?? (runtime.name !== 'fake' ? DEFAULT_KUBELET_OOM_SCORE_ADJ : undefined);
+  if (oomScoreAdj !== undefined) kubelet.oomScoreAdj = oomScoreAdj;
   const apiServer = apiServerOptions(flags, fromCwd, kc);
   if (apiServer) kubelet.apiServer = apiServer;
   kubelet.server = serverConfig(flags, fromCwd, kc, config?.kubeletPath, kubelet.rootDir);

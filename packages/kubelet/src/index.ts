@@ -15,6 +15,7 @@ export * from './kuberuntime/index.js';
 export * from './runtime-pod.js';
 export * from './image-puller.js';
 export * from './resources.js';
+export * from './own-oom-score-adj.js';
 export * from './env.js';
 export * from './volume/index.js';
 export * from './container-hash.js';

@@ -6,17 +6,19 @@ import { type AuthenticationConfig, defaultAuthentication } from './server/authn
 import { type AuthorizationConfig, defaultAuthorization } from './server/authz.js';
 import { opensslCiphers, tlsVersions } from './server/tls-options.js';
 import { SysctlAllowlist } from './sysctl-admission.js';
-import { type EvictionThreshold, parseEvictionThresholds } from './cm/node-allocatable.js';
-import { evictionConfig, type EvictionSettings } from './eviction/thresholds.js';
-import { DEFAULT_IMAGE_GC_POLICY, type ImageGCPolicy, validateImageGCPolicy } from './images/image-gc.js';
-import { quantityValue } from '@nodelet/api';
+import { bool, int, mapping, num, positive, type Reader, str } from './kubelet-config-fields.js';
+import {
+  type KubeletResourceValues,
+  resourceReaders,
+  validateResourceValues,
+} from './kubelet-config-resources.js';
 
 /**
  * The upstream KubeletConfiguration file (kubelet.config.k8s.io/v1beta1, `--config`). Fields nodelet
  * implements are read; every other known field is reported once by name — never silently ignored —
  * and a field upstream does not have is an error.
  */
-export interface KubeletConfigValues {
+export interface KubeletConfigValues extends KubeletResourceValues {
   staticPodPath?: string;
   staticPodURL?: string;
   staticPodURLHeader?: Record<string, string>;
@@ -29,26 +31,8 @@ export interface KubeletConfigValues {
   maxPods?: number;
   /** RuntimeDefault seccomp for containers that set no profile. */
   seccompDefault?: boolean;
-  /** Resources held back for the OS and for the kubelet and runtime (node allocatable). */
-  systemReserved?: Record<string, string>;
-  kubeReserved?: Record<string, string>;
-  /** Hard eviction thresholds; given, they replace upstream's defaults (as upstream). */
-  evictionHard?: EvictionThreshold[];
-  /** The eviction manager's settings (`evictionHard`, `evictionSoft`, grace periods, minimum reclaim, …). */
-  eviction?: EvictionSettings;
-  /** `imageGCHighThresholdPercent`, `imageGCLowThresholdPercent`, `imageMinimumGCAge`, `imageMaximumGCAge`. */
-  imageGC?: Partial<ImageGCPolicy>;
   /** Unsafe (namespaced) sysctls pods may set; `prefix*` patterns. */
   allowedUnsafeSysctls?: string[];
-  /** The kubepods / QoS / pod cgroups (default true on a real runtime). */
-  cgroupsPerQOS?: boolean;
-  cgroupDriver?: 'cgroupfs' | 'systemd';
-  /** Where kubepods goes (default `/`). */
-  cgroupRoot?: string;
-  /** `pods` limits kubepods to node allocatable (default [pods]); `none` enforces nothing. */
-  enforceNodeAllocatable?: string[];
-  podPidsLimit?: number;
-  cpuCFSQuota?: boolean;
   containerRuntimeEndpoint?: string;
   imageServiceEndpoint?: string;
   runtimeRequestTimeoutMs?: number;
@@ -80,51 +64,6 @@ export interface KubeletConfigValues {
   clusterDomain?: string;
   /** The node's resolver file, the base of pods' DNS ('' disables it; default /etc/resolv.conf). */
   resolvConf?: string;
-}
-
-type Reader = (value: unknown, field: string, out: KubeletConfigValues, baseDir: string) => void;
-
-const str = (field: string, value: unknown): string => {
-  if (typeof value !== 'string') throw new Error(`field "${field}" must be a string`);
-  return value;
-};
-const int = (field: string, value: unknown, min: number, max: number): number => {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < min || value > max) {
-    throw new Error(`field "${field}" must be an integer from ${min} to ${max}`);
-  }
-  return value;
-};
-
-const num = (field: string, value: unknown): number => {
-  if (typeof value !== 'number' || !(value > 0)) throw new Error(`field "${field}" must be a number above 0`);
-  return value;
-};
-const positive = (field: string, ms: number): number => {
-  if (!(ms > 0)) throw new Error(`field "${field}" must be a duration above 0 such as "10s"`);
-  return ms;
-};
-
-const bool = (field: string, value: unknown): boolean => {
-  if (typeof value !== 'boolean') throw new Error(`field "${field}" must be true or false`);
-  return value;
-};
-
-/** Reads a nested mapping field by field; a field it does not know is an error naming its full path. */
-function mapping(
-  field: string,
-  value: unknown,
-  fields: Record<string, (v: unknown, path: string) => void>,
-): void {
-  if (value === null || value === undefined) return;
-  if (typeof value !== 'object' || Array.isArray(value))
-    throw new Error(`field "${field}" must be a mapping`);
-  for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
-    const read = fields[k];
-    if (!read) {
-      throw new Error(`unknown field "${field}.${k}"; known: ${Object.keys(fields).join(', ')}`);
-    }
-    read(v, `${field}.${k}`);
-  }
 }
 
 function readAuthentication(value: unknown, field: string, base: string): AuthenticationConfig {
@@ -166,6 +105,7 @@ function readAuthorization(value: unknown, field: string): AuthorizationConfig {
 }
 
 const implemented: Record<string, Reader> = {
+  ...resourceReaders,
   staticPodPath: (v, f, o, base) => (o.staticPodPath = resolve(base, str(f, v))),
   staticPodURL: (v, f, o) => (o.staticPodURL = str(f, v)),
   staticPodURLHeader: (v, _f, o) => {
@@ -195,28 +135,6 @@ const implemented: Record<string, Reader> = {
   eventBurst: (v, f, o) => (o.eventBurst = int(f, v, 1, 1_000_000)),
   maxPods: (v, f, o) => (o.maxPods = int(f, v, 1, 1_000_000)),
   seccompDefault: (v, f, o) => (o.seccompDefault = bool(f, v)),
-  systemReserved: (v, f, o) => (o.systemReserved = reservedResources(v, f)),
-  kubeReserved: (v, f, o) => (o.kubeReserved = reservedResources(v, f)),
-  evictionHard: (v, f, o) => {
-    o.evictionHard = parseEvictionThresholds(stringMap(v, f), f);
-    (o.eviction ??= {}).evictionHard = stringMap(v, f);
-  },
-  evictionSoft: (v, f, o) => ((o.eviction ??= {}).evictionSoft = stringMap(v, f)),
-  evictionSoftGracePeriod: (v, f, o) => {
-    const ms: Record<string, number> = {};
-    for (const [signal, d] of Object.entries(stringMap(v, f)))
-      ms[signal] = parseDuration(d, `${f}.${signal}`);
-    (o.eviction ??= {}).evictionSoftGracePeriod = ms;
-  },
-  evictionMinimumReclaim: (v, f, o) => ((o.eviction ??= {}).evictionMinimumReclaim = stringMap(v, f)),
-  evictionMaxPodGracePeriod: (v, f, o) =>
-    ((o.eviction ??= {}).evictionMaxPodGracePeriod = int(f, v, 0, 2 ** 31 - 1)),
-  evictionPressureTransitionPeriod: (v, f, o) =>
-    ((o.eviction ??= {}).evictionPressureTransitionPeriodMs = parseDuration(str(f, v), f)),
-  imageGCHighThresholdPercent: (v, f, o) => ((o.imageGC ??= {}).highThresholdPercent = int(f, v, 0, 100)),
-  imageGCLowThresholdPercent: (v, f, o) => ((o.imageGC ??= {}).lowThresholdPercent = int(f, v, 0, 100)),
-  imageMinimumGCAge: (v, f, o) => ((o.imageGC ??= {}).minAgeMs = parseDuration(str(f, v), f)),
-  imageMaximumGCAge: (v, f, o) => ((o.imageGC ??= {}).maxAgeMs = parseDuration(str(f, v), f)),
   allowedUnsafeSysctls: (v, f, o) => {
     if (!Array.isArray(v) || v.some((x) => typeof x !== 'string')) {
       throw new Error(`field "${f}" must be a list of sysctl names or patterns ending in *`);
@@ -224,23 +142,6 @@ const implemented: Record<string, Reader> = {
     new SysctlAllowlist(v as string[]); // refuses, by name, one the kernel does not namespace
     o.allowedUnsafeSysctls = v as string[];
   },
-  cgroupsPerQOS: (v, f, o) => (o.cgroupsPerQOS = bool(f, v)),
-  cgroupDriver: (v, f, o) => {
-    const driver = str(f, v);
-    if (driver !== 'cgroupfs' && driver !== 'systemd')
-      throw new Error(
-        `field "${f}" must be cgroupfs or systemd, as the container runtime's; got "${driver}"`,
-      );
-    o.cgroupDriver = driver;
-  },
-  cgroupRoot: (v, f, o) => {
-    const root = str(f, v);
-    if (!root.startsWith('/')) throw new Error(`field "${f}" must be an absolute cgroup path such as "/"`);
-    o.cgroupRoot = root;
-  },
-  enforceNodeAllocatable: (v, f, o) => (o.enforceNodeAllocatable = enforcement(v, f)),
-  podPidsLimit: (v, f, o) => (o.podPidsLimit = int(f, v, -1, 4_194_304)),
-  cpuCFSQuota: (v, f, o) => (o.cpuCFSQuota = bool(f, v)),
   enableServer: (v, f, o) => (o.enableServer = bool(f, v)),
   port: (v, f, o) => (o.port = int(f, v, 0, 65535)),
   tlsCertFile: (v, f, o, base) => (o.tlsCertFile = resolve(base, str(f, v))),
@@ -291,7 +192,6 @@ const notYetImplemented = new Set([
   'enableContentionProfiling',
   'healthzPort',
   'healthzBindAddress',
-  'oomScoreAdj',
   'streamingConnectionIdleTimeout',
   'volumeStatsAggPeriod',
   'kubeletCgroups',
@@ -303,7 +203,6 @@ const notYetImplemented = new Set([
   'topologyManagerPolicy',
   'topologyManagerScope',
   'topologyManagerPolicyOptions',
-  'qosReserved',
   'hairpinMode',
   'podCIDR',
   'runOnce',
@@ -359,62 +258,6 @@ const notYetImplemented = new Set([
   'staticPodURLHeader',
 ]);
 
-/**
- * `enforceNodeAllocatable` (upstream's validation): `pods`, `system-reserved`, `kube-reserved`, or
- * `none` alone. Only `pods` is enforced by nodelet: the other two need their own cgroups
- * (`systemReservedCgroup`, `kubeReservedCgroup`), which it does not manage yet.
- */
-function enforcement(v: unknown, field: string): string[] {
-  if (!Array.isArray(v) || v.some((x) => typeof x !== 'string'))
-    throw new Error(`field "${field}" must be a list such as [pods]`);
-  const list = v as string[];
-  for (const key of list) {
-    if (key === 'system-reserved' || key === 'kube-reserved') {
-      throw new Error(
-        `field "${field}": "${key}" needs ${key === 'system-reserved' ? 'systemReservedCgroup' : 'kubeReservedCgroup'}, which nodelet does not manage yet; use [pods]`,
-      );
-    }
-    if (key !== 'pods' && key !== 'none')
-      throw new Error(
-        `field "${field}": unknown option "${key}" (pods, system-reserved, kube-reserved or none)`,
-      );
-  }
-  if (list.includes('none') && list.length > 1)
-    throw new Error(`field "${field}": "none" cannot be combined with other options`);
-  return list.filter((k) => k !== 'none');
-}
-
-/** A mapping of strings (`cpu: 500m`). */
-function stringMap(v: unknown, field: string): Record<string, string> {
-  if (
-    typeof v !== 'object' ||
-    v === null ||
-    Array.isArray(v) ||
-    Object.values(v).some((x) => typeof x !== 'string')
-  ) {
-    throw new Error(`field "${field}" must be a mapping of names to strings (e.g. memory: 500Mi)`);
-  }
-  return v as Record<string, string>;
-}
-
-/** `systemReserved`/`kubeReserved`: cpu, memory, ephemeral-storage and pid, each a valid quantity. */
-function reservedResources(v: unknown, field: string): Record<string, string> {
-  const map = stringMap(v, field);
-  for (const [resource, q] of Object.entries(map)) {
-    if (!['cpu', 'memory', 'ephemeral-storage', 'pid'].includes(resource)) {
-      throw new Error(
-        `field "${field}": "${resource}" cannot be reserved (cpu, memory, ephemeral-storage or pid)`,
-      );
-    }
-    try {
-      if (quantityValue(q) < 0) throw new Error('negative');
-    } catch {
-      throw new Error(`field "${field}.${resource}": "${q}" is not a non-negative quantity`);
-    }
-  }
-  return map;
-}
-
 export function readKubeletConfig(path: string, logger: Logger): KubeletConfigValues {
   const raw = readYamlFile(path);
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
@@ -455,9 +298,7 @@ export function readKubeletConfig(path: string, logger: Logger): KubeletConfigVa
     );
   }
   try {
-    // Soft thresholds need their grace periods, minimum reclaims a known signal: checked as a whole.
-    if (out.eviction) evictionConfig(out.eviction);
-    if (out.imageGC) validateImageGCPolicy({ ...DEFAULT_IMAGE_GC_POLICY, ...out.imageGC });
+    validateResourceValues(out);
   } catch (err) {
     throw new ConfigError(`${path}: ${(err as Error).message}`);
   }

@@ -10,6 +10,7 @@ import { type ApiServerOptions, NodeAgent } from './apiserver/index.js';
 import { allocatableOf, hostResources } from './apiserver/node-status.js';
 import { type ReservationConfig, validateNodeAllocatable } from './cm/node-allocatable.js';
 import { type CgroupsConfig, ContainerManager } from './cm/container-manager.js';
+import { applyOwnOomScoreAdj } from './own-oom-score-adj.js';
 import { FileSource, PodConfig, type PodSource, UrlSource } from './config/index.js';
 import { Housekeeping } from './housekeeping.js';
 import type { EvictionManager, EvictionSettings } from './eviction/index.js';
@@ -84,6 +85,8 @@ export interface KubeletOptions extends PodNetworkSettings {
    * sandbox's cgroup parent. Absent: no cgroups of the kubelet's own (simulated nodes, cgroupsPerQOS false).
    */
   cgroups?: CgroupsConfig;
+  /** The kubelet process's own oom_score_adj, set at start (`oomScoreAdj`); absent: left as it is. */
+  oomScoreAdj?: number;
   /** RuntimeDefault seccomp for containers that ask for no profile (`seccompDefault`, default off). */
   seccompDefault?: boolean;
   /** Unsafe sysctls pods may set (`allowedUnsafeSysctls`; `prefix*` patterns); namespaced ones only. */
@@ -348,6 +351,8 @@ export class Kubelet {
   async start(): Promise<void> {
     const { bus, clock } = this.deps;
     await this.containerManager?.start();
+    if (this.options.oomScoreAdj !== undefined)
+      await applyOwnOomScoreAdj(this.options.oomScoreAdj, this.logger);
     const handler = new KubeletSyncHandler({
       podManager: this.podManager,
       workers: this.workers,

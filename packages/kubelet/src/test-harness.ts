@@ -4,7 +4,7 @@ import type { Pod } from '@nodelet/api';
 import { createLogger, EventBus, MemorySink, VirtualClock } from '@nodelet/kernel';
 import { FakeRuntime, type FakeRuntimeConfig } from '@nodelet/runtime-fake';
 import { BehaviorSubject } from 'rxjs';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kubelet, type KubeletOptions } from './kubelet.js';
@@ -137,4 +137,29 @@ export function makePod(
       ...spec,
     },
   };
+}
+
+/**
+ * A kubelet (not started) on the fake runtime under virtual time, its directories removed at the
+ * test's end, with these options over the defaults.
+ */
+export function fakeRuntimeKubelet(
+  t: { teardown(fn: () => void): void },
+  options: Partial<KubeletOptions> = {},
+): Kubelet {
+  const clock = new VirtualClock();
+  const logger = createLogger({ sink: new MemorySink().sink });
+  const runtime = new FakeRuntime({ clock, logger, config: { pullLatencyMs: 0 } });
+  const dir = mkdtempSync(join(tmpdir(), 'nodelet-kubelet-'));
+  t.teardown(() => rmSync(dir, { recursive: true, force: true }));
+  return new Kubelet(
+    { runtime, images: runtime, bus: new EventBus(clock, logger), clock, logger },
+    {
+      nodeName: 'node1',
+      hostIP: '192.0.2.10',
+      rootDir: join(dir, 'root'),
+      podLogsDir: join(dir, 'logs'),
+      ...options,
+    },
+  );
 }

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, rm, rmdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import { detectCgroupMode } from './cgroup-mode.js';
 import type { ResourceConfig } from './pod-resource-config.js';
 import { sharesToWeight } from './pod-resource-config.js';
 
@@ -25,8 +26,9 @@ export type CgroupLayout = 'v1' | 'v2';
 const V1_CONTROLLERS = ['cpu', 'memory', 'pids'] as const;
 const V2_CONTROLLERS = ['cpu', 'memory', 'pids'];
 
+/** How the kubelet writes limits under `root`: the v2 files only where it is the unified hierarchy. */
 export function detectCgroupLayout(root: string): CgroupLayout {
-  return existsSync(join(root, 'cgroup.controllers')) ? 'v2' : 'v1';
+  return detectCgroupMode(root) === 'v2' ? 'v2' : 'v1';
 }
 
 export class CgroupFs {
@@ -57,6 +59,15 @@ export class CgroupFs {
     if (config.memory !== undefined)
       await write(this.v1Dir('memory', path), 'memory.limit_in_bytes', config.memory);
     if (config.pidsLimit !== undefined) await write(this.v1Dir('pids', path), 'pids.max', config.pidsLimit);
+  }
+
+  /** The cgroup's memory usage in bytes (v1 memory.usage_in_bytes, v2 memory.current). */
+  async memoryUsage(path: string): Promise<number> {
+    const file =
+      this.layout === 'v2'
+        ? join(this.root, path, 'memory.current')
+        : join(this.v1Dir('memory', path), 'memory.usage_in_bytes');
+    return Number((await readFile(file, 'utf8')).trim());
   }
 
   /** Whether the cgroup exists in every hierarchy the kubelet sets limits in. */
@@ -91,12 +102,29 @@ export class CgroupFs {
   }
 
   private async createV2(path: string): Promise<void> {
+    await this.checkV2Controllers();
     const parts = path.split('/').filter((p) => p !== '');
     let dir = this.root;
     for (const part of parts) {
       await enableControllers(dir);
       dir = join(dir, part);
       await mkdir(dir, { recursive: true });
+    }
+  }
+
+  /**
+   * The hierarchy must offer the controllers the kubelet sets limits with; a v2 hierarchy whose
+   * controllers are bound to v1 ones (a hybrid host's) offers none of them.
+   */
+  private async checkV2Controllers(): Promise<void> {
+    const offered = (await readFile(join(this.root, 'cgroup.controllers'), 'utf8').catch(() => ''))
+      .split(/\s+/)
+      .filter((c) => c !== '');
+    const missing = V2_CONTROLLERS.filter((c) => !offered.includes(c));
+    if (missing.length > 0) {
+      throw new Error(
+        `the cgroup v2 hierarchy at ${this.root} does not offer the ${missing.join(', ')} controller${missing.length > 1 ? 's' : ''} the kubelet sets limits with (it offers: ${offered.join(' ') || 'none'})`,
+      );
     }
   }
 

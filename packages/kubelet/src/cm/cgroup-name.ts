@@ -40,14 +40,34 @@ export function toCgroupfs(name: CgroupName): string {
 }
 
 /**
- * The name as systemd's slice path (upstream ToSystemd + ExpandSlice): each component escaped (a `-`
- * separates slice levels, so it becomes `_`), joined with `-`, and expanded into its parent slices.
+ * The name as systemd's slice path (upstream ToSystemd): empty components dropped, each escaped (a `-`
+ * separates slice levels, so one inside a component becomes `_`), joined with `-` into one slice, and
+ * that expanded into its parents' slices.
  */
 export function toSystemd(name: CgroupName): string {
-  if (name.length === 0) return '/';
-  const parts = name.map((p) => p.replaceAll('-', '_'));
+  const parts = name.filter((p) => p !== '').map((p) => p.replaceAll('-', '_'));
+  if (parts.length === 0) return '/';
+  return expandSlice(`${parts.join('-')}${SLICE}`);
+}
+
+const SLICE = '.slice';
+
+/**
+ * A slice's path in the hierarchy (libcontainer's systemd ExpandSlice): `a-b-c.slice` lives at
+ * `/a.slice/a-b.slice/a-b-c.slice`; `-.slice` is the root. A name without the suffix, with a `/`, or
+ * with an empty level (`a--b`, `-a`, `a-`) is not a slice.
+ */
+export function expandSlice(slice: string): string {
+  if (!slice.endsWith(SLICE) || slice.includes('/')) throw new Error(`invalid slice name: ${slice}`);
+  const name = slice.slice(0, -SLICE.length);
+  if (name === '-') return '/';
   let path = '';
-  for (let i = 1; i <= parts.length; i++) path += `/${parts.slice(0, i).join('-')}.slice`;
+  let prefix = '';
+  for (const level of name.split('-')) {
+    if (level === '') throw new Error(`invalid slice name: ${slice}`);
+    path += `/${prefix}${level}${SLICE}`;
+    prefix += `${level}-`;
+  }
   return path;
 }
 

@@ -1,15 +1,11 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir, totalmem } from 'node:os';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { totalmem } from 'node:os';
 import { join } from 'node:path';
 import test from 'ava';
-import type { Pod } from '@nodelet/api';
-import { createCriClient } from '@nodelet/cri';
-import { createLogger, EventBus, MemorySink, RealClock } from '@nodelet/kernel';
 import { requireContainerd } from '@nodelet/runtime-cri/testing';
-import { Kubelet } from '../kubelet.js';
-import { removeOwnPods } from '../test-containerd.js';
-import { TestSource } from '../test-harness.js';
-import { CgroupFs, detectCgroupLayout } from './cgroup-fs.js';
+import { until } from '../test-containerd.js';
+import { detectCgroupLayout } from './cgroup-fs.js';
+import { CGROUP_MOUNT, commandPidsUnder, sleepPod, startCgroupsKubelet } from './test-cgroups-containerd.js';
 
 /**
  * The pod cgroups on this host's cgroup file system with containerd and runc: a Burstable pod's
@@ -20,82 +16,25 @@ import { CgroupFs, detectCgroupLayout } from './cgroup-fs.js';
  * (one line) without containerd, failed in CI.
  */
 const containerd = await requireContainerd(test);
-const MOUNT = '/sys/fs/cgroup';
-const BUSYBOX = 'nodelet.test/busybox:1';
-
-async function poll<T>(what: string, probe: () => T | undefined, timeoutMs = 60_000): Promise<T> {
-  for (const deadline = Date.now() + timeoutMs; ;) {
-    const value = probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-  }
-}
-
-/** The pids of processes anywhere under a cgroup directory. */
-function pidsUnder(dir: string): number[] {
-  if (!existsSync(dir)) return [];
-  const own = readFileSync(join(dir, 'cgroup.procs'), 'utf8').split('\n').filter(Boolean).map(Number);
-  const children = readdirSync(dir, { withFileTypes: true }).filter((d) => d.isDirectory());
-  return [...own, ...children.flatMap((d) => pidsUnder(join(dir, d.name)))];
-}
+const MOUNT = CGROUP_MOUNT;
 
 if (containerd) {
   test('containerd: a Burstable pod runs in kubepods/burstable/pod<uid> with upstream’s cpu, memory and pids limits; kubepods holds allocatable memory; the cgroup goes with the pod', async (t) => {
     t.timeout(180_000);
     const layout = detectCgroupLayout(MOUNT);
-    const cgroupRoot = `/nodelet-test-${process.pid}`;
-    const dir = mkdtempSync(join(tmpdir(), 'nodelet-cgroups-'));
-    t.teardown(async () => {
-      await new CgroupFs(MOUNT).remove(cgroupRoot).catch(() => undefined);
-      rmSync(dir, { recursive: true, force: true });
-    });
-    const client = createCriClient(containerd.endpoint, { timeoutMs: 60_000 });
-    t.teardown(() => client.close());
-    const clock = new RealClock();
-    const logger = createLogger({ sink: new MemorySink().sink });
-    const source = new TestSource();
-    const kubelet = new Kubelet(
-      { runtime: client.runtime, images: client.image, bus: new EventBus(clock, logger), clock, logger },
-      {
-        nodeName: `cgroups-test-${process.pid}`,
-        hostIP: '127.0.0.1',
-        rootDir: join(dir, 'root'),
-        podLogsDir: join(dir, 'logs'),
-        sources: [source],
-        reservation: { systemReserved: { memory: '1Gi' } },
-        cgroups: {
-          driver: 'cgroupfs',
-          root: cgroupRoot,
-          enforceNodeAllocatable: ['pods'],
-          podPidsLimit: 256,
-        },
-      },
-    );
     const uid = `cgroups-${process.pid}-${Date.now()}`;
-    const pod: Pod = {
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: { name: 'burstable', namespace: 'default', uid },
-      spec: {
-        hostNetwork: true,
-        terminationGracePeriodSeconds: 1,
-        containers: [
-          {
-            name: 'app',
-            image: BUSYBOX,
-            imagePullPolicy: 'IfNotPresent',
-            command: ['sleep', '3600'],
-            resources: { requests: { cpu: '250m', memory: '32Mi' }, limits: { cpu: '500m', memory: '64Mi' } },
-          },
-        ],
-      },
-    };
-    await kubelet.start();
-    t.teardown(async () => {
-      await removeOwnPods(kubelet, source, client, [uid]);
-      await kubelet.stop();
+    const pod = sleepPod('burstable', uid, {
+      requests: { cpu: '250m', memory: '32Mi' },
+      limits: { cpu: '500m', memory: '64Mi' },
     });
+    const { source, cgroupRoot } = await startCgroupsKubelet(
+      t,
+      containerd.endpoint,
+      'cgroups',
+      { driver: 'cgroupfs', enforceNodeAllocatable: ['pods'], podPidsLimit: 256 },
+      [uid],
+      { reservation: { systemReserved: { memory: '1Gi' } } },
+    );
     const at = (controller: string, ...path: string[]) =>
       layout === 'v2' ? join(MOUNT, cgroupRoot, ...path) : join(MOUNT, controller, cgroupRoot, ...path);
     const read = (controller: string, file: string, ...path: string[]) =>
@@ -113,12 +52,14 @@ if (containerd) {
 
     source.set([pod]);
     const podPath = ['kubepods', 'burstable', `pod${uid}`];
-    const pids = await poll('the container to run in the pod cgroup', () => {
-      const found = pidsUnder(at(layout === 'v2' ? '' : 'cpu', ...podPath)).filter((pid) =>
-        readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith('sleep\0'),
-      );
-      return found.length > 0 ? found : undefined;
-    });
+    const pids = await until(
+      'the container to run in the pod cgroup',
+      () => {
+        const found = commandPidsUnder(at(layout === 'v2' ? '' : 'cpu', ...podPath), 'sleep');
+        return found.length > 0 ? found : undefined;
+      },
+      60_000,
+    );
     t.log(`sleep runs as pid ${pids[0]} in ${join(cgroupRoot, ...podPath)} (cgroup ${layout})`);
     if (layout === 'v2') {
       t.is(read('', 'cpu.weight', ...podPath), '10', '250m → 256 shares → weight 10');
@@ -137,12 +78,13 @@ if (containerd) {
     t.is(read('pids', 'pids.max', ...podPath), '256');
 
     source.set([]);
-    await poll('the pod cgroup to be removed', () =>
-      existsSync(at('memory', ...podPath)) ? undefined : true,
+    // Removal goes through the hierarchies one by one: wait for the last of them.
+    const left = () =>
+      readdirSync(MOUNT).filter((hierarchy) => existsSync(join(MOUNT, hierarchy, cgroupRoot, ...podPath)));
+    await until('the pod cgroup to be removed', () => (left().length === 0 ? true : undefined), 60_000).catch(
+      () => undefined,
     );
+    t.deepEqual(left(), [], 'nothing left in any hierarchy');
     t.true(existsSync(at('memory', 'kubepods', 'burstable')), 'the QoS cgroup stays');
-    for (const hierarchy of readdirSync(MOUNT)) {
-      t.false(existsSync(join(MOUNT, hierarchy, cgroupRoot, ...podPath)), `nothing left in ${hierarchy}`);
-    }
   });
 }

@@ -17,6 +17,7 @@ import {
 } from './cgroup-name.js';
 import { allocatableReservation, type ReservationConfig } from './node-allocatable.js';
 import { cpuRequestsOf, type ResourceConfig, resourceConfigForPod } from './pod-resource-config.js';
+import { qosMemoryLimits, type QosReserved } from './qos-reserved.js';
 
 /** The KubeletConfiguration fields of the cgroup hierarchy. */
 export interface CgroupsConfig {
@@ -30,6 +31,8 @@ export interface CgroupsConfig {
   podPidsLimit?: number;
   /** `cpuCFSQuota` (default true): false leaves pods without a CFS quota. */
   cpuCFSQuota?: boolean;
+  /** `qosReserved`: memory limits on the Burstable and BestEffort cgroups (`qos-reserved.ts`). */
+  qosReserved?: QosReserved;
   /** Where the cgroup file system is mounted (default /sys/fs/cgroup). */
   mountPoint?: string;
 }
@@ -39,8 +42,10 @@ export interface CgroupsConfig {
  * limited to capacity less systemReserved and kubeReserved when `enforceNodeAllocatable` has `pods` —
  * and the `burstable` and `besteffort` QoS cgroups under it; before a pod's sandbox, the pod's own
  * cgroup with the limits of its QoS class (`pod-resource-config.ts`), whose name the runtime gets as the
- * sandbox's cgroup parent; after the pod is gone, its cgroup. The Burstable cgroup's cpu shares follow
- * the sum of its pods' cpu requests, BestEffort's stay at the minimum.
+ * sandbox's cgroup parent; after the pod is gone, its cgroup. As pods come and go the QoS cgroups are
+ * updated (upstream UpdateQOSCgroups): the Burstable cgroup's cpu shares follow the sum of its pods' cpu
+ * requests, BestEffort's stay at the minimum; with `qosReserved`, their memory limits follow the
+ * requests of the classes above them.
  */
 export class ContainerManager {
   private readonly fs: CgroupFs;
@@ -55,9 +60,11 @@ export class ContainerManager {
       /** The node's capacity (cpu, memory, pids) and what is reserved from it. */
       capacity: Record<string, string>;
       reservation?: ReservationConfig;
+      /** The cgroup writer (default: the file system at `mountPoint`). */
+      fs?: CgroupFs;
     },
   ) {
-    this.fs = new CgroupFs(config.mountPoint ?? '/sys/fs/cgroup');
+    this.fs = deps.fs ?? new CgroupFs(config.mountPoint ?? '/sys/fs/cgroup');
     this.root = rootName(config.root);
   }
 
@@ -70,8 +77,9 @@ export class ContainerManager {
     }
     try {
       await this.fs.create(this.path(qosCgroupName(this.root, 'Guaranteed')), this.kubepodsConfig());
-      await this.fs.create(this.path(qosCgroupName(this.root, 'BestEffort')), { cpuShares: 2 });
-      await this.fs.create(this.path(qosCgroupName(this.root, 'Burstable')), this.burstableConfig());
+      const qos = this.qosConfigs();
+      await this.fs.create(this.path(qosCgroupName(this.root, 'BestEffort')), qos.BestEffort);
+      await this.fs.create(this.path(qosCgroupName(this.root, 'Burstable')), qos.Burstable);
     } catch (err) {
       throw new Error(
         `cannot create the ${KUBEPODS} cgroups under ${this.fs.root} (cgroup ${this.fs.layout}): ${(err as Error).message}; run the kubelet as root, or set cgroupsPerQOS: false`,
@@ -95,8 +103,9 @@ export class ContainerManager {
     const uid = pod.metadata!.uid!;
     if (this.pods.has(uid) && this.fs.exists(this.path(podCgroupName(this.root, pod)))) return;
     this.pods.set(uid, pod);
-    if (qosClass(pod) === 'Burstable') await this.updateBurstable();
     try {
+      // Before the pod's cgroup, as upstream: the lower classes' limits shrink before it uses memory.
+      await this.updateQosCgroups();
       await this.fs.create(this.path(podCgroupName(this.root, pod)), this.podConfig(pod));
     } catch (err) {
       this.pods.delete(uid);
@@ -109,7 +118,7 @@ export class ContainerManager {
   /** Removes the pod's cgroup once its sandbox is gone; throws (to be retried) while it is busy. */
   async remove(pod: Pod): Promise<void> {
     await this.fs.remove(this.path(podCgroupName(this.root, pod)));
-    if (this.pods.delete(pod.metadata!.uid!) && qosClass(pod) === 'Burstable') await this.updateBurstable();
+    if (this.pods.delete(pod.metadata!.uid!)) await this.updateQosCgroups();
   }
 
   /** What a pod's cgroup is given (exposed for tests and `configz`-like reports). */
@@ -120,27 +129,74 @@ export class ContainerManager {
     });
   }
 
-  /** kubepods: shares for the allocatable cpu; memory limited to allocatable when enforced. */
-  private kubepodsConfig(): ResourceConfig {
+  /**
+   * What pods may use as kubepods is given it: capacity less the reservations only (upstream
+   * GetNodeAllocatableAbsolute); eviction thresholds are the eviction manager's, not the cgroup's.
+   */
+  private allocatableAbsolute(): { cpuMilli: number; memory?: number } {
     const { capacity, reservation } = this.deps;
-    // Upstream enforces capacity less the reservations only: eviction thresholds are the eviction
-    // manager's, not the cgroup's.
     const reserved = allocatableReservation(capacity, { ...reservation, evictionHard: [] });
     const cpuMilli = (capacity.cpu ? milliCpu(capacity.cpu) : 0) - (reserved.get('cpu') ?? 0);
-    const config: ResourceConfig = { cpuShares: milliCpuToShares(Math.max(0, cpuMilli)) };
-    if (this.config.enforceNodeAllocatable.includes('pods') && capacity.memory) {
-      config.memory = Math.max(0, quantityValue(capacity.memory) - (reserved.get('memory') ?? 0));
-    }
+    if (!capacity.memory) return { cpuMilli: Math.max(0, cpuMilli) };
+    const memory = Math.max(0, quantityValue(capacity.memory) - (reserved.get('memory') ?? 0));
+    return { cpuMilli: Math.max(0, cpuMilli), memory };
+  }
+
+  /** kubepods: shares for the allocatable cpu; memory limited to allocatable when enforced. */
+  private kubepodsConfig(): ResourceConfig {
+    const { cpuMilli, memory } = this.allocatableAbsolute();
+    const config: ResourceConfig = { cpuShares: milliCpuToShares(cpuMilli) };
+    if (this.config.enforceNodeAllocatable.includes('pods') && memory !== undefined) config.memory = memory;
     return config;
   }
 
-  private burstableConfig(): ResourceConfig {
-    const burstable = [...this.pods.values()].filter((p) => qosClass(p) === 'Burstable');
-    return { cpuShares: milliCpuToShares(cpuRequestsOf(burstable)) };
+  /** The Burstable and BestEffort cgroups' settings for the pods there are now. */
+  qosConfigs(): Record<'Burstable' | 'BestEffort', ResourceConfig> {
+    const pods = [...this.pods.values()];
+    const burstable = pods.filter((p) => qosClass(p) === 'Burstable');
+    const configs = {
+      Burstable: { cpuShares: milliCpuToShares(cpuRequestsOf(burstable)) } as ResourceConfig,
+      BestEffort: { cpuShares: milliCpuToShares(0) } as ResourceConfig,
+    };
+    const percent = this.config.qosReserved?.memory;
+    const limits =
+      percent === undefined
+        ? undefined
+        : qosMemoryLimits(pods, this.allocatableAbsolute().memory ?? 0, percent);
+    if (limits) {
+      configs.Burstable.memory = limits.burstable;
+      configs.BestEffort.memory = limits.bestEffort;
+    }
+    return configs;
   }
 
-  private async updateBurstable(): Promise<void> {
-    await this.fs.update(this.path(qosCgroupName(this.root, 'Burstable')), this.burstableConfig());
+  /**
+   * Writes the QoS cgroups' settings. A memory limit the kernel refuses (the cgroup already uses more,
+   * and cannot reclaim it) is set to the usage instead, as upstream's retrySetMemoryReserve: the cgroup
+   * cannot grow further.
+   */
+  private async updateQosCgroups(): Promise<void> {
+    const configs = this.qosConfigs();
+    for (const qos of ['Burstable', 'BestEffort'] as const) {
+      const path = this.path(qosCgroupName(this.root, qos));
+      const config = configs[qos];
+      try {
+        await this.fs.update(path, config);
+      } catch (err) {
+        if (config.memory === undefined) throw err;
+        const usage = await this.fs.memoryUsage(path).catch(() => undefined);
+        if (usage === undefined || usage <= config.memory) throw err;
+        this.deps.logger.info(
+          'QoS cgroup uses more memory than qosReserved leaves it: limited to its usage',
+          {
+            qos,
+            limit: config.memory,
+            usage,
+          },
+        );
+        await this.fs.update(path, { ...config, memory: usage });
+      }
+    }
   }
 
   /** Where a named cgroup is in the file system (the systemd driver's slices are directories too). */

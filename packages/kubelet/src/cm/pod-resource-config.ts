@@ -72,6 +72,11 @@ export function cpuRequestsOf(pods: readonly Pod[]): number {
   return pods.reduce((sum, p) => sum + podAmount(p, 'cpu', request), 0);
 }
 
+/** The memory request of the pods in `pods`, summed in bytes (what `qosReserved` holds back). */
+export function memoryRequestsOf(pods: readonly Pod[]): number {
+  return pods.reduce((sum, p) => sum + podAmount(p, 'memory', request), 0);
+}
+
 /**
  * cgroup v2's cpu.weight for v1 shares (upstream CpuSharesToCpuWeight, runc's conversion):
  * [2, 262144] maps onto [1, 10000].
