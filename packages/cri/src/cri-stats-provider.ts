@@ -68,6 +68,8 @@ export interface CriStatsProviderOptions {
   nodeFs?: (nowMs: number) => Promise<FsStats | undefined>;
   /** The runtime's image file system. */
   imageFs?: (nowMs: number) => Promise<FsStats | undefined>;
+  /** Whether the image file system is another device than the node's (absent: the same). */
+  dedicatedImageFs?: () => Promise<boolean>;
   /** A pod's interfaces when the runtime does not report its network (by sandbox id). */
   sandboxNetDev?: (podSandboxId: string) => Promise<InterfaceCounters[] | undefined>;
   /** Bytes of a container's log files (all attempts), by pod and container name. */
@@ -90,6 +92,10 @@ export class CriStatsProvider implements StatsProvider {
     private readonly options: CriStatsProviderOptions,
   ) {
     this.nodeStartMs = options.nodeStartMs ?? options.clock.now();
+  }
+
+  async hasDedicatedImageFs(): Promise<boolean> {
+    return (await this.options.dedicatedImageFs?.()) ?? false;
   }
 
   async snapshot(): Promise<StatsSnapshot> {

@@ -47,7 +47,11 @@ interface Evicted {
   message: string;
 }
 
-function setup(settings: EvictionSettings, pods: [Pod, Parameters<typeof stats>[1]][]) {
+function setup(
+  settings: EvictionSettings,
+  pods: [Pod, Parameters<typeof stats>[1]][],
+  dedicatedImageFs?: boolean,
+) {
   const clock = new VirtualClock();
   const logs = new MemorySink();
   const fake = new FakeStats();
@@ -75,6 +79,7 @@ function setup(settings: EvictionSettings, pods: [Pod, Parameters<typeof stats>[
           fake.diskAvailable += freedByImages;
         },
       },
+      ...(dedicatedImageFs !== undefined ? { hasDedicatedImageFs: async () => dedicatedImageFs } : {}),
     },
     evictionConfig(settings),
   );
@@ -217,6 +222,42 @@ test('disk: node-level reclaim first (dead containers, unused images); a pod onl
     reason: 'Evicted',
     message: 'The node had condition: [DiskPressure]. ',
   });
+  h.stop();
+});
+
+test('disk: with an image file system of its own, nodefs pressure reclaims no images and ranks by logs and volumes only', async (t) => {
+  const h = setup(
+    { evictionHard: { 'nodefs.available': '10Gi' } },
+    [
+      [pod('big-layer'), { rootfs: 4 * Gi }],
+      [pod('volume-writer', { volumes: ['scratch'] }), { volumes: { scratch: Gi } }],
+    ],
+    true,
+  );
+  h.fake.diskAvailable = 8 * Gi;
+  h.setFreedByImages(4 * Gi);
+  await h.clock.advance(10_000);
+  t.deepEqual(h.reclaimed, [], 'images live elsewhere: removing them frees nothing here');
+  t.deepEqual(
+    h.evicted.map((e) => e.name),
+    ['volume-writer'],
+    'its writable layer is on the image file system',
+  );
+  h.stop();
+});
+
+test('disk: on one file system the writable layer counts for nodefs too', async (t) => {
+  const h = setup({ evictionHard: { 'nodefs.available': '10Gi' } }, [
+    [pod('big-layer'), { rootfs: 4 * Gi }],
+    [pod('volume-writer', { volumes: ['scratch'] }), { volumes: { scratch: Gi } }],
+  ]);
+  h.fake.diskAvailable = 8 * Gi;
+  await h.clock.advance(10_000);
+  t.deepEqual(h.reclaimed, ['containers', 'images']);
+  t.deepEqual(
+    h.evicted.map((e) => e.name),
+    ['big-layer'],
+  );
   h.stop();
 });
 

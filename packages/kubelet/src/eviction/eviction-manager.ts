@@ -48,8 +48,11 @@ export interface EvictionManagerDeps {
   reclaim?: NodeReclaim;
   /** Usage of a pod's volumes, which the runtime's stats do not carry (emptyDir on the node's disk). */
   volumeStats?(pod: Pod): Promise<VolumeStats[]>;
-  /** Images and writable layers on their own file system (default: one file system for all). */
-  dedicatedImageFs?: boolean;
+  /**
+   * Whether images and writable layers are on a file system of their own (upstream HasDedicatedImageFs;
+   * absent: one file system for all). Asked at the first synchronize that gets an answer, then kept.
+   */
+  hasDedicatedImageFs?(): Promise<boolean>;
 }
 
 /**
@@ -71,6 +74,8 @@ export class EvictionManager {
   private loop?: Loop;
   /** Synchronizations that failed in a row. */
   private failures = 0;
+  /** Known once asked (upstream builds its rank and reclaim functions then). */
+  private dedicatedImageFs?: boolean;
 
   constructor(
     private readonly deps: EvictionManagerDeps,
@@ -125,6 +130,12 @@ export class EvictionManager {
   /** One control step; returns the pods it evicted (at most one). */
   async synchronize(): Promise<Pod[]> {
     const { clock, logger } = this.deps;
+    if (this.dedicatedImageFs === undefined) {
+      this.dedicatedImageFs = (await this.deps.hasDedicatedImageFs?.()) ?? false;
+      logger.info('Eviction manager: the image file system', {
+        dedicated: this.dedicatedImageFs,
+      });
+    }
     const summary = await this.deps.stats.snapshot();
     const observations = observe(summary);
     const now = clock.now();
@@ -160,7 +171,7 @@ export class EvictionManager {
       });
       return [];
     }
-    const rank = rankFuncFor(threshold.signal, this.deps.dedicatedImageFs ?? false);
+    const rank = rankFuncFor(threshold.signal, this.dedicatedImageFs);
     const active = this.deps.activePods();
     if (!rank || active.length === 0) {
       logger.error('Eviction manager: eviction thresholds have been met, but no pods are active to evict');
@@ -216,7 +227,8 @@ export class EvictionManager {
       signalToResource[threshold.signal] === 'ephemeral-storage' ||
       signalToResource[threshold.signal] === 'inodes';
     if (!reclaim || !disk) return false;
-    if (this.deps.dedicatedImageFs && threshold.signal.startsWith('nodefs.')) return false;
+    // With an image file system of its own, nothing on the node's can be reclaimed (upstream: logs only).
+    if (this.dedicatedImageFs && threshold.signal.startsWith('nodefs.')) return false;
     for (const step of [() => reclaim.deleteAllUnusedContainers(), () => reclaim.deleteUnusedImages()]) {
       try {
         await step();

@@ -76,6 +76,7 @@ export function nodePressureManagers(deps: NodePressureDeps): {
         deleteUnusedImages: () => imageGC.deleteUnusedImages(),
       },
       volumeStats: (pod) => emptyDirUsage(deps.rootDir, pod, clock.now()),
+      hasDedicatedImageFs: async () => (await deps.stats.hasDedicatedImageFs?.()) ?? false,
     },
     evictionConfig(settings.eviction ?? fromReservation(settings.reservation)),
   );
