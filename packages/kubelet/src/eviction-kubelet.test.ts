@@ -1,5 +1,5 @@
 import test from 'ava';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Pod } from '@nodelet/api';
 import { makePod, startHarness } from './test-harness.js';
@@ -151,5 +151,8 @@ test('disk: unused images are reclaimed first; then the pod writing the most to 
     /^The node was low on resource: ephemeral-storage\. Threshold quantity: 1Gi, available: \d+\. /,
   );
   t.is(h.status('uid-writes-little').phase, 'Running');
+  const scratchOf = (name: string) => emptyDirPath(h.kubelet.options.rootDir, `uid-${name}`, 'scratch');
+  t.false(existsSync(scratchOf('writes-most')), "the evicted pod's emptyDir is gone while the pod is known");
+  t.true(existsSync(join(scratchOf('writes-little'), 'data')));
   await h.kubelet.stop();
 });
