@@ -151,9 +151,11 @@ export class CriStatsProvider implements StatsProvider {
         return bySandbox;
       } catch (err) {
         // Unimplemented, or a runtime that cannot give them for these sandboxes (containerd 1.6 wants a
-        // pod cgroup: "cgroupPath is empty"): the container-level call serves from now on, as upstream's
-        // kubelet does without PodAndContainerStatsFromCRI.
-        if (!isErrorCode(err, 'Unimplemented') && !/cgroup/i.test(String((err as Error)?.message))) throw err;
+        // pod cgroup: "cgroupPath is empty", and fails the whole call while one sandbox is stopped: "…
+        // is not in ready state"): the container-level call serves from now on, as upstream's kubelet
+        // does without PodAndContainerStatsFromCRI.
+        const message = String((err as Error)?.message);
+        if (!isErrorCode(err, 'Unimplemented') && !/cgroup|not in ready state/i.test(message)) throw err;
         this.podStatsUsable = false;
       }
     }

@@ -106,6 +106,20 @@ test('a runtime without ListPodSandboxStats: containers from ListContainerStats,
   t.is(pod.network?.name, expected[0]!.name, 'the first interface is the default one');
 });
 
+test("containerd 1.6's ListPodSandboxStats failing while a sandbox is stopped: ListContainerStats serves", async (t) => {
+  const { clock, runtime } = await fakeWithPod();
+  runtime.listPodSandboxStats = () =>
+    Promise.reject(
+      new NodeletError(
+        'Internal',
+        'failed to decode sandbox container metrics for sandbox "e609": failed to get pod sandbox stats since sandbox container "e609" is not in ready state',
+      ),
+    );
+  const provider = hostStatsProvider(runtime, runtime, { nodeName: 'host', clock, rootDir: tmpdir() });
+  const pod = (await provider.snapshot()).pods[0]!;
+  t.is(pod.containers[0]?.memory?.workingSetBytes, 10 * 2 ** 20);
+});
+
 test('rlimit: pid_max and the scheduling entities of /proc/loadavg, for pid.available', async (t) => {
   const { hostRlimit } = await import('./host-stats.js');
   const proc = mkdtempSync(join(tmpdir(), 'nodelet-proc-'));
