@@ -261,6 +261,24 @@ test('disk: on one file system the writable layer counts for nodefs too', async 
   h.stop();
 });
 
+test('local storage limits: a pod over its ephemeral-storage limit goes without any pressure, with 1 s', async (t) => {
+  const h = setup({ evictionHard: { 'nodefs.available': '1Gi' } }, [
+    [pod('within', { limits: { 'ephemeral-storage': '1Gi' }, grace: 30 }), { rootfs: 100 * Mi }],
+    [pod('over', { limits: { 'ephemeral-storage': '100Mi' }, grace: 30 }), { rootfs: 200 * Mi }],
+  ]);
+  await h.clock.advance(10_000);
+  t.deepEqual(h.manager.nodeConditions(), [], 'no pressure');
+  t.deepEqual(h.evicted, [
+    {
+      name: 'over',
+      grace: 1,
+      message: 'Pod ephemeral local storage usage exceeds the total limit of containers 100Mi. ',
+    },
+  ]);
+  t.deepEqual(h.reclaimed, []);
+  h.stop();
+});
+
 test('disk: a percentage threshold of the capacity', async (t) => {
   const h = setup({ evictionHard: { 'nodefs.available': '10%' } }, [[pod('writer'), { rootfs: Gi }]]);
   h.fake.diskAvailable = 11 * Gi;

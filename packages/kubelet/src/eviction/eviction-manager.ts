@@ -3,6 +3,7 @@ import type { PodStats, StatsProvider, Summary, VolumeStats } from '@nodelet/cri
 import { type Clock, errorMessage, type Logger, type Loop } from '@nodelet/kernel';
 import type { AdmitResult } from '../admission.js';
 import { admitUnderPressure, isCriticalPod } from './admission.js';
+import { hasLocalStorageLimits, localStorageViolation } from './local-storage.js';
 import { evictionMessage } from './message.js';
 import { rankFuncFor, type StatsOf } from './ranking.js';
 import {
@@ -159,6 +160,9 @@ export class EvictionManager {
     this.thresholdsFirstObservedAt = firstObserved;
     this.met = actionable;
     this.setConditions(conditions);
+    // A pod over its own local storage limits goes whatever the pressure; then nothing else this pass.
+    const overLimits = await this.localStorageEviction(summary);
+    if (overLimits.length > 0) return overLimits;
     if (actionable.length === 0) return [];
 
     const threshold = byEvictionPriority(actionable).find((t) => signalToResource[t.signal]);
@@ -195,6 +199,23 @@ export class EvictionManager {
     }
     logger.info('Eviction manager: unable to evict any pods from the node');
     return [];
+  }
+
+  /** Upstream localStorageEviction: every active pod over one of its local storage limits, evicted. */
+  private async localStorageEviction(summary: Summary): Promise<Pod[]> {
+    const candidates = this.deps.activePods().filter(hasLocalStorageLimits);
+    if (candidates.length === 0) return [];
+    const statsOf = await this.statsFunc(summary, candidates);
+    const evicted: Pod[] = [];
+    for (const pod of candidates) {
+      const stats = statsOf(pod);
+      const violation = stats && localStorageViolation(pod, stats, this.dedicatedImageFs ?? false);
+      if (!violation || isCriticalPod(pod)) continue;
+      const { message, signal } = violation;
+      if (await this.deps.evictPod(pod, IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS, message, signal))
+        evicted.push(pod);
+    }
+    return evicted;
   }
 
   /** 1 s for a hard threshold; for a soft one, the pod's own, at most `evictionMaxPodGracePeriod`. */
