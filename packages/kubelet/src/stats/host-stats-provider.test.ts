@@ -9,7 +9,7 @@ import { createLogger, MemorySink, NodeletError, VirtualClock } from '@nodelet/k
 import { validateAgainst } from '@nodelet/kernel/testing';
 import { FakeRuntime } from '@nodelet/runtime-fake';
 import { ContainerConfig, type ImageService, ImageSpec, PodSandboxConfig } from '@nodelet/cri';
-import { toSummary } from '../metrics/handlers.js';
+import { toSummary, withNodeName } from '../metrics/handlers.js';
 import { summarySchema } from '../metrics/test-summary-schema.js';
 import { readNetDev } from './cgroup-reader.js';
 import { hasDedicatedImageFs } from './host-stats.js';
@@ -145,4 +145,8 @@ test('a dedicated image file system is another device than the root dir, as cAdv
   const { clock, runtime } = await fakeWithPod();
   const provider = hostStatsProvider(runtime, imagesAt('/proc'), { nodeName: 'host', clock, rootDir: root });
   t.true(await provider.hasDedicatedImageFs());
+  t.true(
+    await withNodeName(provider, 'host').hasDedicatedImageFs?.(),
+    'what the kubelet is given says so too',
+  );
 });
