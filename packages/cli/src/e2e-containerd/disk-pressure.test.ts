@@ -202,6 +202,15 @@ evictionPressureTransitionPeriod: 5s
       events.items.some((e) => e.reason === 'Evicted' && e.involvedObject.name === 'big'),
       'an Evicted event on the pod',
     );
+    t.true(
+      events.items.some(
+        (e) =>
+          e.reason === 'EvictionThresholdMet' &&
+          e.involvedObject.kind === 'Node' &&
+          e.message === 'Attempting to reclaim ephemeral-storage',
+      ),
+      'a Warning EvictionThresholdMet on the Node',
+    );
     t.false(
       events.items.some((e) => e.reason === 'FreeDiskSpaceFailed'),
       'no FreeDiskSpaceFailed: the reclaim removed what it could',

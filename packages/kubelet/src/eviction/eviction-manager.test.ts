@@ -60,6 +60,7 @@ function setup(
   const evicted: Evicted[] = [];
   const conditions: string[][] = [];
   const reclaimed: string[] = [];
+  const nodeEvents: string[] = [];
   const manager = new EvictionManager(
     {
       stats: fake,
@@ -72,6 +73,7 @@ function setup(
         return true;
       },
       conditionsChanged: (c) => conditions.push([...c]),
+      nodeEvent: (reason, message) => nodeEvents.push(`${reason}: ${message}`),
       reclaim: {
         deleteAllUnusedContainers: async () => void reclaimed.push('containers'),
         deleteUnusedImages: async () => {
@@ -92,6 +94,7 @@ function setup(
     evicted,
     conditions,
     reclaimed,
+    nodeEvents,
     setFreedByImages: (n: number) => (freedByImages = n),
     stop: () => manager.stop(),
   };
@@ -204,6 +207,7 @@ test('disk: node-level reclaim first (dead containers, unused images); a pod onl
   h.setFreedByImages(4 * Gi);
   await h.clock.advance(10_000);
   t.deepEqual(h.reclaimed, ['containers', 'images']);
+  t.deepEqual(h.nodeEvents, ['EvictionThresholdMet: Attempting to reclaim ephemeral-storage']);
   t.deepEqual(h.evicted, [], 'images freed enough');
   t.deepEqual(h.manager.nodeConditions(), ['DiskPressure']);
   h.fake.diskAvailable = 5 * Gi;

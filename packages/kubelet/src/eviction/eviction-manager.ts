@@ -46,6 +46,8 @@ export interface EvictionManagerDeps {
   evictPod(pod: Pod, gracePeriodSeconds: number, message: string, signal: string): Promise<boolean>;
   /** The pressure conditions changed (the node status reports them). */
   conditionsChanged?(conditions: PressureCondition[]): void;
+  /** A Warning event on the node (EvictionThresholdMet). */
+  nodeEvent?(reason: string, message: string): void;
   reclaim?: NodeReclaim;
   /** Usage of a pod's volumes, which the runtime's stats do not carry (emptyDir on the node's disk). */
   volumeStats?(pod: Pod): Promise<VolumeStats[]>;
@@ -169,6 +171,7 @@ export class EvictionManager {
     if (!threshold) return [];
     const resource = signalToResource[threshold.signal]!;
     logger.warn('Eviction manager: attempting to reclaim', { resourceName: resource });
+    this.deps.nodeEvent?.('EvictionThresholdMet', `Attempting to reclaim ${resource}`);
     if (await this.reclaimNodeLevelResources(threshold)) {
       logger.info('Eviction manager: able to reduce resource pressure without evicting pods', {
         resourceName: resource,

@@ -41,6 +41,8 @@ export function nodePressureManagers(deps: NodePressureDeps): {
   imageGC: ImageGarbageCollector;
 } {
   const { clock, bus, logger, settings } = deps;
+  const nodeEvent = (reason: string, message: string) =>
+    bus.emit('[Kubelet] Node Event', { eventType: 'Warning', reason, message });
   const imageGC = new ImageGarbageCollector(
     {
       runtime: deps.runtime,
@@ -48,8 +50,7 @@ export function nodePressureManagers(deps: NodePressureDeps): {
       stats: deps.stats,
       clock,
       logger: logger.child('image-gc'),
-      nodeEvent: (reason, message) =>
-        bus.emit('[Kubelet] Node Event', { eventType: 'Warning', reason, message }),
+      nodeEvent,
     },
     { ...DEFAULT_IMAGE_GC_POLICY, ...settings.imageGC },
   );
@@ -71,6 +72,7 @@ export function nodePressureManagers(deps: NodePressureDeps): {
         return true;
       },
       conditionsChanged: (conditions) => deps.conditionsChanged(conditions),
+      nodeEvent,
       reclaim: {
         deleteAllUnusedContainers: () => deps.containerGC.deleteAllUnusedContainers(),
         deleteUnusedImages: () => imageGC.deleteUnusedImages(),
