@@ -68,6 +68,8 @@ export interface CriStatsProviderOptions {
   nodeFs?: (nowMs: number) => Promise<FsStats | undefined>;
   /** The runtime's image file system. */
   imageFs?: (nowMs: number) => Promise<FsStats | undefined>;
+  /** Whether the image file system is another device than the node's (absent: the same). */
+  dedicatedImageFs?: () => Promise<boolean>;
   /** A pod's interfaces when the runtime does not report its network (by sandbox id). */
   sandboxNetDev?: (podSandboxId: string) => Promise<InterfaceCounters[] | undefined>;
   /** Bytes of a container's log files (all attempts), by pod and container name. */
@@ -90,6 +92,10 @@ export class CriStatsProvider implements StatsProvider {
     private readonly options: CriStatsProviderOptions,
   ) {
     this.nodeStartMs = options.nodeStartMs ?? options.clock.now();
+  }
+
+  async hasDedicatedImageFs(): Promise<boolean> {
+    return (await this.options.dedicatedImageFs?.()) ?? false;
   }
 
   async snapshot(): Promise<StatsSnapshot> {
@@ -148,8 +154,8 @@ export class CriStatsProvider implements StatsProvider {
         // Unimplemented, or a runtime that cannot give them for these sandboxes (containerd 1.6 wants a
         // pod cgroup: "cgroupPath is empty"): the container-level call serves from now on, as upstream's
         // kubelet does without PodAndContainerStatsFromCRI. Any other failure may be one sandbox's
-        // (containerd 1.6 fails the whole call while any sandbox, of any client, is not ready): the
-        // container-level call serves this time; a runtime that is away fails it too.
+        // (containerd 1.6 fails the whole call while any sandbox, of any client, is stopped: "… is not in
+        // ready state"): the container-level call serves this time; a runtime that is away fails it too.
         if (isErrorCode(err, 'Unimplemented') || /cgroup/i.test(String((err as Error)?.message)))
           this.podStatsUsable = false;
       }

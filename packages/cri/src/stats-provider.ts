@@ -130,6 +130,12 @@ export interface StatsProvider {
    * be read; a part that cannot be read is left out, as upstream leaves a field nil.
    */
   snapshot(): Promise<StatsSnapshot>;
+  /**
+   * Whether the images (and writable layers) are on a file system of their own, not the node's (upstream
+   * HasDedicatedImageFs: the two devices differ). It decides what disk pressure on the node's file system
+   * can reclaim and which usage ranks pods. Absent: one file system for both.
+   */
+  hasDedicatedImageFs?(): Promise<boolean>;
 }
 
 export const StatsProviderCapability = defineCapability<StatsProvider>('stats.provider', {

@@ -1,5 +1,5 @@
 import test from 'ava';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Pod } from '@nodelet/api';
 import { makePod, startHarness } from './test-harness.js';
@@ -151,5 +151,34 @@ test('disk: unused images are reclaimed first; then the pod writing the most to 
     /^The node was low on resource: ephemeral-storage\. Threshold quantity: 1Gi, available: \d+\. /,
   );
   t.is(h.status('uid-writes-little').phase, 'Running');
+  const scratchOf = (name: string) => emptyDirPath(h.kubelet.options.rootDir, `uid-${name}`, 'scratch');
+  t.false(existsSync(scratchOf('writes-most')), "the evicted pod's emptyDir is gone while the pod is known");
+  t.true(existsSync(join(scratchOf('writes-little'), 'data')));
+  await h.kubelet.stop();
+});
+
+test('local storage limits: an emptyDir over its sizeLimit is evicted with no pressure at all; the pod within its limit stays', async (t) => {
+  const h = await startHarness({
+    eviction: { eviction: { evictionHard: { 'nodefs.available': '1Gi' } } },
+    runtimeConfig: { node: { disk: '100Gi' } },
+  });
+  const scratch = (name: string, sizeLimit: string) =>
+    makePod(name, {
+      volumes: [{ name: 'scratch', emptyDir: { sizeLimit } }],
+      containers: [{ name: 'main', image: 'busybox:latest', imagePullPolicy: 'IfNotPresent' }],
+    });
+  h.source.set([scratch('within', '4Mi'), scratch('over', '1Mi')]);
+  await h.clock.advance(2_000);
+  for (const name of ['within', 'over']) {
+    const dir = emptyDirPath(h.kubelet.options.rootDir, `uid-${name}`, 'scratch');
+    writeFileSync(join(dir, 'data'), Buffer.alloc(2 * Mi));
+  }
+  await h.clock.advance(12_000);
+  t.deepEqual(h.kubelet.evictionManager!.nodeConditions(), []);
+  const over = h.status('uid-over');
+  t.is(over.phase, 'Failed');
+  t.is(over.reason, 'Evicted');
+  t.is(over.message, 'Usage of EmptyDir volume "scratch" exceeds the limit "1Mi". ');
+  t.is(h.status('uid-within').phase, 'Running');
   await h.kubelet.stop();
 });

@@ -49,7 +49,10 @@ export class PodSync implements PodSyncer {
   /** Pods failed for their active deadline (the event is recorded once). */
   private readonly pastDeadline = new Set<string>();
   /** Pods the eviction manager stopped: the message of their status and the grace period of the kill. */
-  private readonly evicted = new Map<string, { message: string; gracePeriodSeconds: number }>();
+  private readonly evicted = new Map<
+    string,
+    { message: string; gracePeriodSeconds: number; volumesTornDown?: boolean }
+  >();
   /**
    * The runtime's name from CRI Version, for container IDs (`<name>://<id>`). A runtime that does not
    * answer now is asked again by the next status update; until then IDs say `containerd`.
@@ -195,7 +198,7 @@ export class PodSync implements PodSyncer {
 
   private async failEvicted(
     pod: Pod,
-    eviction: { message: string; gracePeriodSeconds: number },
+    eviction: { message: string; gracePeriodSeconds: number; volumesTornDown?: boolean },
   ): Promise<SyncOutcome> {
     const { uid, name, namespace } = identity(pod);
     const { kubeRuntime } = this.deps;
@@ -208,6 +211,13 @@ export class PodSync implements PodSyncer {
     );
     const after = killed ? await kubeRuntime.getPodStatus(uid, name, namespace) : status;
     this.updateStatus(pod, after, true, false, { message: eviction.message });
+    // Stopped for good: its emptyDirs go now, not when the pod is deleted, or evicting it would relieve
+    // no disk pressure (upstream unmounts a terminated pod's volumes).
+    if (!eviction.volumesTornDown && !after.containers.some((c) => c.state === 'running')) {
+      await kubeRuntime.tearDownVolumes(pod);
+      eviction.volumesTornDown = true;
+      this.deps.logger.info('Volumes of the evicted pod removed', { pod: podRef(pod), podUID: uid });
+    }
     this.lastSeen.delete(uid);
     return {};
   }

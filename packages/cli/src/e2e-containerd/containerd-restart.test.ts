@@ -1,10 +1,7 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import test from 'ava';
 import { ContainerState, createCriClient, PodSandboxState } from '@nodelet/cri';
-import { ControlPlane } from '@nodelet/controlplane';
-import { createLogger, MemorySink, RealClock } from '@nodelet/kernel';
 import { requireContainerd } from '@nodelet/runtime-cri/testing';
 import { pollUntil } from '../test-helpers.js';
 import {
@@ -21,6 +18,7 @@ import {
   Workspace,
 } from './helpers.js';
 import { PrivateContainerd } from './private-containerd.js';
+import { TestControlPlane } from './test-control-plane.js';
 
 /**
  * containerd itself stops while nodelet runs, and starts again. The shared containerd serves other test
@@ -71,28 +69,15 @@ if (containerd) {
       join(ws.dir, 'kubelet-config.yaml'),
       `apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\nsyncFrequency: ${SYNC_FREQUENCY_MS / 1000}s\n`,
     );
-    const cpDir = mkdtempSync(join(tmpdir(), 'nodelet-e2e-cp-'));
-    const cp = new ControlPlane({
-      dataDir: cpDir,
-      clock: new RealClock(),
-      logger: createLogger({ sink: new MemorySink().sink }),
-      port: 0,
-    });
     // Teardowns run in reverse order: the kubelet, the private containerd (its pods removed through CRI
     // first), the control plane, the directories.
-    t.teardown(async () => {
-      await cp.stop();
-      await ws.dispose();
-      rmSync(cpDir, { recursive: true, force: true });
-    });
+    t.teardown(() => ws.dispose());
+    const cp = await TestControlPlane.start();
+    t.teardown(() => cp.stop());
     const ctrd = await PrivateContainerd.create();
     t.teardown(() => ctrd.dispose());
-    await cp.start();
     const kubeconfig = await cp.nodeKubeconfig(node);
-    const k8s = await import('@kubernetes/client-node');
-    const kc = new k8s.KubeConfig();
-    kc.loadFromFile(cp.kubeconfigPath);
-    const core = kc.makeApiClient(k8s.CoreV1Api);
+    const { core } = cp;
     const ready = async () => {
       const n = await core.readNode({ name: node }).catch(() => undefined);
       return n?.status?.conditions?.find((c) => c.type === 'Ready');

@@ -5,8 +5,19 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { createCriClient } from '@nodelet/cri';
 import { errorMessage } from '@nodelet/kernel';
+import { containerdSocket } from '@nodelet/runtime-cri/testing';
 import { pollUntil } from '../test-helpers.js';
 import { mountsUnder, removeSandboxes } from './helpers.js';
+
+/** An image of the shared containerd, copied under its own name or as `as`. */
+export type ImageCopy = string | { ref: string; as: string };
+
+export interface PrivateContainerdOptions {
+  /** Where its directory is made (default: the system's temporary directory). */
+  parent?: string;
+  /** Only these images, copied from the shared containerd (default: all, built by import.sh). */
+  copyImages?: readonly ImageCopy[];
+}
 
 /**
  * A containerd of the test's own, to stop and restart while nodelet runs; the shared one
@@ -45,20 +56,42 @@ export class PrivateContainerd {
   }
 
   /**
-   * Writes the config, starts containerd, waits until its CRI plugin is ready and imports the images.
-   * On failure nothing is left running.
+   * Writes the config, starts containerd, waits until its CRI plugin is ready and imports the images:
+   * all of scripts/images/import.sh's (built afresh, some seconds), or only `copyImages`, copied from the
+   * shared containerd. On failure nothing is left running.
    */
-  static async create(): Promise<PrivateContainerd> {
-    const c = new PrivateContainerd(mkdtempSync(join(tmpdir(), 'nodelet-ctrd-')));
+  static async create(options: PrivateContainerdOptions = {}): Promise<PrivateContainerd> {
+    const c = new PrivateContainerd(mkdtempSync(join(options.parent ?? tmpdir(), 'nodelet-ctrd-')));
     try {
       mkdirSync(join(c.dir, 'data'));
       writeFileSync(c.config, await script('containerd/config.sh', c.env()));
       await c.start();
-      await script('images/import.sh', c.env());
+      if (options.copyImages) await c.copyImages(options.copyImages);
+      else await script('images/import.sh', c.env());
       return c;
     } catch (err) {
       await c.dispose().catch(() => undefined);
       throw err;
+    }
+  }
+
+  /**
+   * Copies images from the shared containerd (`ctr images export`, then `import` here), each under its
+   * own name or another one.
+   */
+  private async copyImages(images: readonly ImageCopy[]): Promise<void> {
+    const shared = ['--address', containerdSocket(), '-n', 'k8s.io'];
+    const own = ['--address', this.socket, '-n', 'k8s.io'];
+    const tar = join(this.dir, 'data', 'image.tar');
+    for (const image of images) {
+      const { ref, as } = typeof image === 'string' ? { ref: image, as: image } : image;
+      await run('ctr', [...shared, 'images', 'export', tar, ref]);
+      await run('ctr', [...own, 'images', 'import', tar]);
+      rmSync(tar);
+      if (as !== ref) {
+        await run('ctr', [...own, 'images', 'tag', ref, as]);
+        await run('ctr', [...own, 'images', 'rm', ref]);
+      }
     }
   }
 

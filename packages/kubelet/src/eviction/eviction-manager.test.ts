@@ -50,7 +50,7 @@ interface Evicted {
 function setup(
   settings: EvictionSettings,
   pods: [Pod, Parameters<typeof stats>[1]][],
-  options: { podIsFinished?: (pod: Pod) => boolean } = {},
+  options: { podIsFinished?: (pod: Pod) => boolean; dedicatedImageFs?: boolean } = {},
 ) {
   const clock = new VirtualClock();
   const logs = new MemorySink();
@@ -60,6 +60,7 @@ function setup(
   const evicted: Evicted[] = [];
   const conditions: string[][] = [];
   const reclaimed: string[] = [];
+  const nodeEvents: string[] = [];
   const manager = new EvictionManager(
     {
       stats: fake,
@@ -72,7 +73,8 @@ function setup(
         return true;
       },
       conditionsChanged: (c) => conditions.push([...c]),
-      ...options,
+      ...(options.podIsFinished ? { podIsFinished: options.podIsFinished } : {}),
+      nodeEvent: (reason, message) => nodeEvents.push(`${reason}: ${message}`),
       reclaim: {
         deleteAllUnusedContainers: async () => void reclaimed.push('containers'),
         deleteUnusedImages: async () => {
@@ -80,6 +82,9 @@ function setup(
           fake.diskAvailable += freedByImages;
         },
       },
+      ...(options.dedicatedImageFs !== undefined
+        ? { hasDedicatedImageFs: async () => options.dedicatedImageFs! }
+        : {}),
     },
     evictionConfig(settings),
   );
@@ -93,6 +98,7 @@ function setup(
     conditions,
     reclaimed,
     logs,
+    nodeEvents,
     setFreedByImages: (n: number) => (freedByImages = n),
     stop: () => manager.stop(),
   };
@@ -238,6 +244,7 @@ test('disk: node-level reclaim first (dead containers, unused images); a pod onl
   h.setFreedByImages(4 * Gi);
   await h.clock.advance(10_000);
   t.deepEqual(h.reclaimed, ['containers', 'images']);
+  t.deepEqual(h.nodeEvents, ['EvictionThresholdMet: Attempting to reclaim ephemeral-storage']);
   t.deepEqual(h.evicted, [], 'images freed enough');
   t.deepEqual(h.manager.nodeConditions(), ['DiskPressure']);
   h.fake.diskAvailable = 5 * Gi;
@@ -256,6 +263,60 @@ test('disk: node-level reclaim first (dead containers, unused images); a pod onl
     reason: 'Evicted',
     message: 'The node had condition: [DiskPressure]. ',
   });
+  h.stop();
+});
+
+test('disk: with an image file system of its own, nodefs pressure reclaims no images and ranks by logs and volumes only', async (t) => {
+  const h = setup(
+    { evictionHard: { 'nodefs.available': '10Gi' } },
+    [
+      [pod('big-layer'), { rootfs: 4 * Gi }],
+      [pod('volume-writer', { volumes: ['scratch'] }), { volumes: { scratch: Gi } }],
+    ],
+    { dedicatedImageFs: true },
+  );
+  h.fake.diskAvailable = 8 * Gi;
+  h.setFreedByImages(4 * Gi);
+  await h.clock.advance(10_000);
+  t.deepEqual(h.reclaimed, [], 'images live elsewhere: removing them frees nothing here');
+  t.deepEqual(
+    h.evicted.map((e) => e.name),
+    ['volume-writer'],
+    'its writable layer is on the image file system',
+  );
+  h.stop();
+});
+
+test('disk: on one file system the writable layer counts for nodefs too', async (t) => {
+  const h = setup({ evictionHard: { 'nodefs.available': '10Gi' } }, [
+    [pod('big-layer'), { rootfs: 4 * Gi }],
+    [pod('volume-writer', { volumes: ['scratch'] }), { volumes: { scratch: Gi } }],
+  ]);
+  h.fake.diskAvailable = 8 * Gi;
+  await h.clock.advance(10_000);
+  t.deepEqual(h.reclaimed, ['containers', 'images']);
+  t.deepEqual(
+    h.evicted.map((e) => e.name),
+    ['big-layer'],
+  );
+  h.stop();
+});
+
+test('local storage limits: a pod over its ephemeral-storage limit goes without any pressure, with 1 s', async (t) => {
+  const h = setup({ evictionHard: { 'nodefs.available': '1Gi' } }, [
+    [pod('within', { limits: { 'ephemeral-storage': '1Gi' }, grace: 30 }), { rootfs: 100 * Mi }],
+    [pod('over', { limits: { 'ephemeral-storage': '100Mi' }, grace: 30 }), { rootfs: 200 * Mi }],
+  ]);
+  await h.clock.advance(10_000);
+  t.deepEqual(h.manager.nodeConditions(), [], 'no pressure');
+  t.deepEqual(h.evicted, [
+    {
+      name: 'over',
+      grace: 1,
+      message: 'Pod ephemeral local storage usage exceeds the total limit of containers 100Mi. ',
+    },
+  ]);
+  t.deepEqual(h.reclaimed, []);
   h.stop();
 });
 

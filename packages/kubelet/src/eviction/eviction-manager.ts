@@ -3,6 +3,7 @@ import type { PodStats, StatsProvider, Summary, VolumeStats } from '@nodelet/cri
 import { type Clock, errorMessage, type Logger, type Loop } from '@nodelet/kernel';
 import type { AdmitResult } from '../admission.js';
 import { admitUnderPressure, isCriticalPod } from './admission.js';
+import { hasLocalStorageLimits, localStorageViolation } from './local-storage.js';
 import { evictionMessage } from './message.js';
 import { rankFuncFor, type StatsOf } from './ranking.js';
 import {
@@ -54,11 +55,16 @@ export interface EvictionManagerDeps {
   podIsFinished?(pod: Pod): boolean;
   /** The pressure conditions changed (the node status reports them). */
   conditionsChanged?(conditions: PressureCondition[]): void;
+  /** A Warning event on the node (EvictionThresholdMet). */
+  nodeEvent?(reason: string, message: string): void;
   reclaim?: NodeReclaim;
   /** Usage of a pod's volumes, which the runtime's stats do not carry (emptyDir on the node's disk). */
   volumeStats?(pod: Pod): Promise<VolumeStats[]>;
-  /** Images and writable layers on their own file system (default: one file system for all). */
-  dedicatedImageFs?: boolean;
+  /**
+   * Whether images and writable layers are on a file system of their own (upstream HasDedicatedImageFs;
+   * absent: one file system for all). Asked at the first synchronize that gets an answer, then kept.
+   */
+  hasDedicatedImageFs?(): Promise<boolean>;
 }
 
 /**
@@ -83,6 +89,8 @@ export class EvictionManager {
   private stopped = new AbortController();
   /** Synchronizations that failed in a row. */
   private failures = 0;
+  /** Known once asked (upstream builds its rank and reclaim functions then). */
+  private dedicatedImageFs?: boolean;
 
   constructor(
     private readonly deps: EvictionManagerDeps,
@@ -164,6 +172,12 @@ export class EvictionManager {
   /** One control step; returns the pods it evicted (at most one). */
   async synchronize(): Promise<Pod[]> {
     const { clock, logger } = this.deps;
+    if (this.dedicatedImageFs === undefined) {
+      this.dedicatedImageFs = (await this.deps.hasDedicatedImageFs?.()) ?? false;
+      logger.info('Eviction manager: the image file system', {
+        dedicated: this.dedicatedImageFs,
+      });
+    }
     const summary = await this.deps.stats.snapshot();
     const observations = observe(summary);
     const now = clock.now();
@@ -187,19 +201,23 @@ export class EvictionManager {
     this.thresholdsFirstObservedAt = firstObserved;
     this.met = actionable;
     this.setConditions(conditions);
+    // A pod over its own local storage limits goes whatever the pressure; then nothing else this pass.
+    const overLimits = await this.localStorageEviction(summary);
+    if (overLimits.length > 0) return overLimits;
     if (actionable.length === 0) return [];
 
     const threshold = byEvictionPriority(actionable).find((t) => signalToResource[t.signal]);
     if (!threshold) return [];
     const resource = signalToResource[threshold.signal]!;
     logger.warn('Eviction manager: attempting to reclaim', { resourceName: resource });
+    this.deps.nodeEvent?.('EvictionThresholdMet', `Attempting to reclaim ${resource}`);
     if (await this.reclaimNodeLevelResources(threshold)) {
       logger.info('Eviction manager: able to reduce resource pressure without evicting pods', {
         resourceName: resource,
       });
       return [];
     }
-    const rank = rankFuncFor(threshold.signal, this.deps.dedicatedImageFs ?? false);
+    const rank = rankFuncFor(threshold.signal, this.dedicatedImageFs);
     const active = this.deps.activePods();
     if (!rank || active.length === 0) {
       logger.error('Eviction manager: eviction thresholds have been met, but no pods are active to evict');
@@ -223,6 +241,23 @@ export class EvictionManager {
     }
     logger.info('Eviction manager: unable to evict any pods from the node');
     return [];
+  }
+
+  /** Upstream localStorageEviction: every active pod over one of its local storage limits, evicted. */
+  private async localStorageEviction(summary: Summary): Promise<Pod[]> {
+    const candidates = this.deps.activePods().filter(hasLocalStorageLimits);
+    if (candidates.length === 0) return [];
+    const statsOf = await this.statsFunc(summary, candidates);
+    const evicted: Pod[] = [];
+    for (const pod of candidates) {
+      const stats = statsOf(pod);
+      const violation = stats && localStorageViolation(pod, stats, this.dedicatedImageFs ?? false);
+      if (!violation || isCriticalPod(pod)) continue;
+      const { message, signal } = violation;
+      if (await this.deps.evictPod(pod, IMMEDIATE_EVICTION_GRACE_PERIOD_SECONDS, message, signal))
+        evicted.push(pod);
+    }
+    return evicted;
   }
 
   /** 1 s for a hard threshold; for a soft one, the pod's own, at most `evictionMaxPodGracePeriod`. */
@@ -255,7 +290,8 @@ export class EvictionManager {
       signalToResource[threshold.signal] === 'ephemeral-storage' ||
       signalToResource[threshold.signal] === 'inodes';
     if (!reclaim || !disk) return false;
-    if (this.deps.dedicatedImageFs && threshold.signal.startsWith('nodefs.')) return false;
+    // With an image file system of its own, nothing on the node's can be reclaimed (upstream: logs only).
+    if (this.dedicatedImageFs && threshold.signal.startsWith('nodefs.')) return false;
     for (const step of [() => reclaim.deleteAllUnusedContainers(), () => reclaim.deleteUnusedImages()]) {
       try {
         await step();

@@ -43,6 +43,8 @@ export function nodePressureManagers(deps: NodePressureDeps): {
   imageGC: ImageGarbageCollector;
 } {
   const { clock, bus, logger, settings } = deps;
+  const nodeEvent = (reason: string, message: string) =>
+    bus.emit('[Kubelet] Node Event', { eventType: 'Warning', reason, message });
   const imageGC = new ImageGarbageCollector(
     {
       runtime: deps.runtime,
@@ -50,8 +52,7 @@ export function nodePressureManagers(deps: NodePressureDeps): {
       stats: deps.stats,
       clock,
       logger: logger.child('image-gc'),
-      nodeEvent: (reason, message) =>
-        bus.emit('[Kubelet] Node Event', { eventType: 'Warning', reason, message }),
+      nodeEvent,
     },
     { ...DEFAULT_IMAGE_GC_POLICY, ...settings.imageGC },
   );
@@ -74,11 +75,13 @@ export function nodePressureManagers(deps: NodePressureDeps): {
       },
       podIsFinished: (pod) => deps.podIsFinished(pod),
       conditionsChanged: (conditions) => deps.conditionsChanged(conditions),
+      nodeEvent,
       reclaim: {
         deleteAllUnusedContainers: () => deps.containerGC.deleteAllUnusedContainers(),
         deleteUnusedImages: () => imageGC.deleteUnusedImages(),
       },
       volumeStats: (pod) => emptyDirUsage(deps.rootDir, pod, clock.now()),
+      hasDedicatedImageFs: async () => (await deps.stats.hasDedicatedImageFs?.()) ?? false,
     },
     evictionConfig(settings.eviction ?? fromReservation(settings.reservation)),
   );

@@ -2,7 +2,12 @@ import test from 'ava';
 import { ContainerConfig, PodSandboxConfig } from '@nodelet/cri';
 import { createLogger, MemorySink, VirtualClock } from '@nodelet/kernel';
 import { FakeRuntime } from '@nodelet/runtime-fake';
-import { ImageGarbageCollector, type ImageGCPolicy, validateImageGCPolicy } from './image-gc.js';
+import {
+  ImageGarbageCollector,
+  type ImageGCPolicy,
+  sandboxImageOf,
+  validateImageGCPolicy,
+} from './image-gc.js';
 
 // Image garbage collection on the fake runtime and the virtual clock (upstream image_gc_manager_test.go:
 // TestFreeSpaceImagesInUseContainersAreIgnored, TestFreeSpaceRemoveByLeastRecentlyUsed,
@@ -164,6 +169,41 @@ test('deleteUnusedImages (eviction reclaim) removes every unused image old enoug
   await h.clock.advance(3 * min);
   await h.gc.deleteUnusedImages();
   t.deepEqual(h.removed, ['docker.io/library/busybox:1']);
+});
+
+test('images there at start count as detected long ago: reclaim takes them at once; one seen later waits its minimum age', async (t) => {
+  const h = await setup();
+  await h.pull('docker.io/library/busybox:1');
+  await h.clock.advance(10 * min);
+  h.gc.start(5 * min);
+  await h.clock.advance(0);
+  await h.pull('docker.io/library/a:1');
+  await h.gc.deleteUnusedImages();
+  t.deepEqual(h.removed, ['docker.io/library/busybox:1']);
+  h.gc.stop();
+});
+
+test("the runtime's sandbox image (containerd's verbose status) is never removed, pinned or not", async (t) => {
+  const h = await setup();
+  await h.pull('registry.k8s.io/pause:3.10', 'docker.io/library/busybox:1');
+  const status = h.runtime.status.bind(h.runtime);
+  h.runtime.status = async (req) => ({
+    ...(await status(req)),
+    info: { config: JSON.stringify({ sandboxImage: 'registry.k8s.io/pause:3.10' }) },
+  });
+  await h.gc.detectImages();
+  await h.clock.advance(3 * min);
+  await h.gc.deleteUnusedImages();
+  t.deepEqual(h.removed, ['docker.io/library/busybox:1']);
+});
+
+test('sandboxImageOf: the config of a verbose status, else nothing', (t) => {
+  t.is(
+    sandboxImageOf({ config: '{"sandboxImage":"registry.k8s.io/pause:3.9"}' }),
+    'registry.k8s.io/pause:3.9',
+  );
+  t.is(sandboxImageOf({}), undefined);
+  t.is(sandboxImageOf({ config: 'not json' }), undefined);
 });
 
 test('validateImageGCPolicy names the field', (t) => {

@@ -7,7 +7,10 @@ import { type Clock, errorMessage, type Logger, type Loop } from '@nodelet/kerne
  * container (running or exited) uses, that are not pinned and older than `imageMinimumGCAge`, are removed
  * until usage is below `imageGCLowThresholdPercent`; images unused for `imageMaximumGCAge` go whatever
  * the usage. When it cannot free enough it says so in a Warning event. Last use is tracked in memory,
- * as upstream: a restarted kubelet starts counting again.
+ * as upstream: a restarted kubelet starts counting again, and the images there at its start count as
+ * detected long ago (upstream's initial detection), so reclaim under disk pressure may take them at once.
+ * The runtime's sandbox image is always in use: containerd before 1.7 does not pin it, and without it no
+ * new pod starts (upstream kept `--pod-infra-container-image` out of collection for the same reason).
  */
 export interface ImageGCPolicy {
   /** Percent of the image file system in use that starts a collection (85). */
@@ -29,6 +32,9 @@ export const DEFAULT_IMAGE_GC_POLICY: ImageGCPolicy = {
 
 /** Upstream ImageGCPeriod. */
 export const IMAGE_GC_PERIOD_MS = 5 * 60_000;
+
+/** The detection time of the images found at start: unknown, long past (upstream's zero time). */
+const DETECTED_BEFORE_START = Number.MIN_SAFE_INTEGER;
 
 interface ImageRecord {
   firstDetected: number;
@@ -70,6 +76,8 @@ export class ImageGarbageCollector {
   private readonly records = new Map<string, ImageRecord>();
   private loop?: Loop;
   private failedBefore = false;
+  /** The runtime's sandbox image, asked once it answers (a failed asking is asked again). */
+  private sandboxImage?: Promise<string | undefined>;
 
   constructor(
     private readonly deps: ImageGCDeps,
@@ -79,6 +87,9 @@ export class ImageGarbageCollector {
   }
 
   start(periodMs = IMAGE_GC_PERIOD_MS): void {
+    this.detectImages(DETECTED_BEFORE_START).catch((err) =>
+      this.deps.logger.warn('Initial image detection failed', { err: errorMessage(err) }),
+    );
     this.loop = this.deps.clock.loop(() => this.periodic(), { period: periodMs, initialDelay: periodMs });
   }
 
@@ -98,13 +109,19 @@ export class ImageGarbageCollector {
     }
   }
 
-  /** Refreshes the records: new images detected now, images a container uses last used now. */
-  async detectImages(now = this.deps.clock.now()): Promise<Set<string>> {
-    const [{ images }, { containers }] = await Promise.all([
+  /**
+   * Refreshes the records: new images detected at `detectedAt`, images a container uses (and the sandbox
+   * image) last used now.
+   */
+  async detectImages(detectedAt = this.deps.clock.now()): Promise<Set<string>> {
+    const now = Math.max(detectedAt, this.deps.clock.now());
+    const [{ images }, { containers }, sandboxImage] = await Promise.all([
       this.deps.images.listImages({}),
       this.deps.runtime.listContainers({}),
+      this.runtimeSandboxImage(),
     ]);
     const inUse = new Set<string>();
+    if (sandboxImage) inUse.add(sandboxImage);
     for (const c of containers) {
       if (c.imageRef) inUse.add(c.imageRef);
       if (c.image?.image) inUse.add(c.image.image);
@@ -116,7 +133,7 @@ export class ImageGarbageCollector {
       let record = this.records.get(image.id);
       if (!record) {
         record = {
-          firstDetected: now,
+          firstDetected: detectedAt,
           lastUsed: 0,
           size: Number(image.size),
           pinned: image.pinned,
@@ -134,6 +151,18 @@ export class ImageGarbageCollector {
     for (const image of images)
       if (inUse.has(image.id) || image.repoTags.some((t) => inUse.has(t))) inUseIds.add(image.id);
     return inUseIds;
+  }
+
+  /** The sandbox image named in the runtime's verbose status (containerd: `config.sandboxImage`). */
+  private runtimeSandboxImage(): Promise<string | undefined> {
+    this.sandboxImage ??= this.deps.runtime.status({ verbose: true }).then(
+      ({ info }) => sandboxImageOf(info),
+      () => {
+        this.sandboxImage = undefined;
+        return undefined;
+      },
+    );
+    return this.sandboxImage;
   }
 
   /**
@@ -212,5 +241,15 @@ export class ImageGarbageCollector {
     }
     this.records.delete(id);
     return true;
+  }
+}
+
+/** `sandboxImage` of the runtime's verbose status `config` JSON (containerd's CRI plugin), if any. */
+export function sandboxImageOf(info: Record<string, string>): string | undefined {
+  try {
+    const image = (JSON.parse(info['config'] ?? '{}') as { sandboxImage?: unknown }).sandboxImage;
+    return typeof image === 'string' && image !== '' ? image : undefined;
+  } catch {
+    return undefined;
   }
 }

@@ -348,6 +348,11 @@ export class KubeRuntime {
     return changed;
   }
 
+  /** Unmounts and removes the pod's volumes (a pod stopped for good, still known). */
+  async tearDownVolumes(pod: Pod): Promise<void> {
+    await this.options.clock.track(this.volumes.tearDownVolumes(pod.metadata!.uid!));
+  }
+
   /** Removes every container and sandbox of the pod, and its volumes. */
   async removePod(pod: Pod, status: RuntimePodStatus): Promise<void> {
     for (const c of status.containers) await this.containers.remove(c.id);

@@ -106,6 +106,7 @@ export function withNodeName(stats: StatsProvider, nodeName: string): StatsProvi
       const snapshot = await stats.snapshot();
       return snapshot.node.nodeName ? snapshot : { ...snapshot, node: { ...snapshot.node, nodeName } };
     },
+    ...(stats.hasDedicatedImageFs ? { hasDedicatedImageFs: () => stats.hasDedicatedImageFs!() } : {}),
   };
 }
 

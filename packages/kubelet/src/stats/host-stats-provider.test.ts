@@ -8,10 +8,11 @@ import { tmpdir } from 'node:os';
 import { createLogger, MemorySink, NodeletError, VirtualClock } from '@nodelet/kernel';
 import { validateAgainst } from '@nodelet/kernel/testing';
 import { FakeRuntime } from '@nodelet/runtime-fake';
-import { ContainerConfig, ImageSpec, PodSandboxConfig } from '@nodelet/cri';
-import { toSummary } from '../metrics/handlers.js';
+import { ContainerConfig, type ImageService, ImageSpec, PodSandboxConfig } from '@nodelet/cri';
+import { toSummary, withNodeName } from '../metrics/handlers.js';
 import { summarySchema } from '../metrics/test-summary-schema.js';
 import { readNetDev } from './cgroup-reader.js';
+import { hasDedicatedImageFs } from './host-stats.js';
 import { hostStatsProvider } from './host-stats-provider.js';
 
 const hasCgroups =
@@ -145,6 +146,20 @@ test('a container the runtime gives no memory for this time (containerd skips a 
   t.is(pod.memory?.workingSetBytes, 10 * 2 ** 20);
 });
 
+test("containerd 1.6's ListPodSandboxStats failing while a sandbox is stopped: ListContainerStats serves", async (t) => {
+  const { clock, runtime } = await fakeWithPod();
+  runtime.listPodSandboxStats = () =>
+    Promise.reject(
+      new NodeletError(
+        'Internal',
+        'failed to decode sandbox container metrics for sandbox "e609": failed to get pod sandbox stats since sandbox container "e609" is not in ready state',
+      ),
+    );
+  const provider = hostStatsProvider(runtime, runtime, { nodeName: 'host', clock, rootDir: tmpdir() });
+  const pod = (await provider.snapshot()).pods[0]!;
+  t.is(pod.containers[0]?.memory?.workingSetBytes, 10 * 2 ** 20);
+});
+
 test('rlimit: pid_max and the scheduling entities of /proc/loadavg, for pid.available', async (t) => {
   const { hostRlimit } = await import('./host-stats.js');
   const proc = mkdtempSync(join(tmpdir(), 'nodelet-proc-'));
@@ -154,4 +169,24 @@ test('rlimit: pid_max and the scheduling entities of /proc/loadavg, for pid.avai
   writeFileSync(join(proc, 'loadavg'), '0.52 0.58 0.59 3/912 12345\n');
   t.like(hostRlimit(0, proc), { maxpid: 4194304, curproc: 912 });
   t.is(hostRlimit(0, join(proc, 'missing')), undefined);
+});
+
+test('a dedicated image file system is another device than the root dir, as cAdvisor compares them', async (t) => {
+  const root = mkdtempSync(join(tmpdir(), 'kubelet-root-'));
+  t.teardown(() => rmSync(root, { recursive: true, force: true }));
+  const imagesAt = (mountpoint: string) =>
+    ({
+      imageFsInfo: async () => ({ imageFilesystems: [{ fsId: { mountpoint } }], containerFilesystems: [] }),
+    }) as unknown as ImageService;
+  mkdirSync(join(root, 'snapshots'));
+  t.false(await hasDedicatedImageFs(imagesAt(join(root, 'snapshots')), root), 'a directory beside it');
+  t.true(await hasDedicatedImageFs(imagesAt('/proc'), root), 'procfs is a device of its own');
+  t.false(await hasDedicatedImageFs(imagesAt(''), root), 'no mount point named: the same');
+  const { clock, runtime } = await fakeWithPod();
+  const provider = hostStatsProvider(runtime, imagesAt('/proc'), { nodeName: 'host', clock, rootDir: root });
+  t.true(await provider.hasDedicatedImageFs());
+  t.true(
+    await withNodeName(provider, 'host').hasDedicatedImageFs?.(),
+    'what the kubelet is given says so too',
+  );
 });

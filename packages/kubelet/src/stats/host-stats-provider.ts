@@ -10,6 +10,7 @@ import { hostNodeReader } from './host-node-reader.js';
 import {
   containerLogsUsage,
   fsStatsOf,
+  hasDedicatedImageFs,
   hostRlimit,
   imageFsStats,
   kubeletSystemContainer,
@@ -39,6 +40,7 @@ export function hostStatsProvider(
     readNode: hostNodeReader(options.cgroupRoot, options.procRoot),
     nodeFs: (nowMs) => fsStatsOf(options.rootDir, nowMs),
     imageFs: (nowMs) => imageFsStats(images, nowMs),
+    dedicatedImageFs: () => hasDedicatedImageFs(images, options.rootDir),
     rlimit: (nowMs) => hostRlimit(nowMs, options.procRoot),
     sandboxNetDev: sandboxNetDev(runtime, options.procRoot),
     logsUsage: containerLogsUsage(options.podLogsDir ?? '/var/log/pods'),

@@ -44,6 +44,19 @@ export async function imageFsStats(images: ImageService, nowMs: number): Promise
   return stats;
 }
 
+/**
+ * Whether the runtime's image file system is another device than the one holding `rootDir` (upstream
+ * HasDedicatedImageFs, as cAdvisor compares the devices of the root and image file systems). A runtime
+ * that names no mount point shares the node's.
+ */
+export async function hasDedicatedImageFs(images: ImageService, rootDir: string): Promise<boolean> {
+  const { imageFilesystems } = await images.imageFsInfo({});
+  const mountpoint = imageFilesystems[0]?.fsId?.mountpoint;
+  if (!mountpoint) return false;
+  const [image, root] = await Promise.all([stat(mountpoint), stat(rootDir)]);
+  return image.dev !== root.dev;
+}
+
 /** The pid of a sandbox from the runtime's verbose status (`info.info` JSON with `pid`, as containerd). */
 export async function sandboxPid(runtime: RuntimeService, podSandboxId: string): Promise<number | undefined> {
   const { info } = await runtime.podSandboxStatus({ podSandboxId, verbose: true });

@@ -137,6 +137,18 @@ export class VolumeManager {
 
   /** Unmounts the pod's volumes and removes its directory (emptyDir content goes with the pod). */
   async tearDown(uid: string): Promise<void> {
+    await this.tearDownVolumes(uid);
+    const dir = podDir(this.rootDir, uid);
+    await this.mounter.unmountUnder(dir);
+    await rm(dir, { recursive: true, force: true });
+  }
+
+  /**
+   * Unmounts and removes the pod's volumes, keeping its directory: a pod that will not run again (evicted)
+   * gives back what its emptyDirs hold while it is still known, as upstream's volume manager does for a
+   * terminated pod.
+   */
+  async tearDownVolumes(uid: string): Promise<void> {
     const volumes = podVolumesDir(this.rootDir, uid);
     for (const pluginDir of await entries(volumes)) {
       const plugin = this.byDir.get(pluginDir);
@@ -150,9 +162,8 @@ export class VolumeManager {
         }
       }
     }
-    const dir = podDir(this.rootDir, uid);
-    await this.mounter.unmountUnder(dir);
-    await rm(dir, { recursive: true, force: true });
+    await this.mounter.unmountUnder(volumes);
+    await rm(volumes, { recursive: true, force: true });
     this.mounted.delete(uid);
   }
 
