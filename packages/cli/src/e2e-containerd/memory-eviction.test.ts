@@ -21,14 +21,15 @@ const MiB = 2 ** 20;
 /**
  * How far below the node's available memory the threshold is. nodelet itself (the API server, the
  * kubelet, containerd's shims) takes some of it once started, and other processes on the machine move
- * it by tens to hundreds of MiB either way: a margin well above that noise keeps the pressure from
- * starting before the pod allocates, and the pod's bound (margin + 1 GiB) still crosses it when the
- * machine frees that much meanwhile. Should the rest of the machine take the margin first, the same
+ * it by tens to hundreds of MiB either way (more when other tests run beside this one): a margin well
+ * above that noise keeps the pressure from starting before the pod allocates, and from lasting after
+ * the evicted pod freed its memory (it would take the Guaranteed pod next); the pod's bound (margin +
+ * 1.5 GiB) still crosses it when the machine frees that much meanwhile. Should the rest of the machine take the margin first, the same
  * Burstable pod is the one evicted (the only pod above its request), so the test still holds.
  */
-const MARGIN_MIB = 600;
-const STEP_MIB = 50;
-const MAX_STEPS = Math.ceil((MARGIN_MIB + 1024) / STEP_MIB);
+const MARGIN_MIB = 1500;
+const STEP_MIB = 100;
+const MAX_STEPS = Math.ceil((MARGIN_MIB + 1536) / STEP_MIB);
 
 /**
  * memory.available as upstream's kubelet computes it (its documented memory-available script, cAdvisor's
@@ -84,7 +85,7 @@ const steady = (node: string) =>
 `,
   );
 
-// Each step is a process that holds 50 MiB of its own memory: dd reads a 50 MiB block of zeros into
+// Each step is a process that holds 100 MiB of its own memory: dd reads a 100 MiB block of zeros into
 // its buffer (the kernel fills it in one read, no CPU to speak of) and blocks writing it to a pipe that
 // sleep never reads. Killing the pod frees it all.
 const hog = (node: string) =>

@@ -225,9 +225,15 @@ export class EvictionManager {
     }
     const statsOf = await this.statsFunc(summary, active);
     const ranked = rank(active, statsOf);
-    logger.info('Eviction manager: pods ranked for eviction', {
-      pods: ranked.map((p) => `${p.metadata?.namespace}/${p.metadata?.name}`).join(','),
-    });
+    const named = (p: Pod) => `${p.metadata?.namespace}/${p.metadata?.name}`;
+    logger.info('Eviction manager: pods ranked for eviction', { pods: ranked.map(named).join(',') });
+    // A pod without stats goes first (as upstream): say so, it is not the pod's usage that chose it.
+    const unmeasured = ranked.filter((p) => !statsOf(p));
+    if (unmeasured.length > 0) {
+      logger.warn('Eviction manager: no stats for pods, ranked first', {
+        pods: unmeasured.map(named).join(','),
+      });
+    }
     for (const pod of ranked) {
       if (isCriticalPod(pod)) {
         logger.warn('Eviction manager: cannot evict a critical pod', {
