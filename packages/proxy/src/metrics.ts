@@ -13,7 +13,7 @@ import {
   listenHttp,
   type Logger,
 } from '@nodelet/kernel';
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from './prom-client-parts.js';
 import type { Subscription } from 'rxjs';
 import { healthzBody, type ProxyHealth } from './health.js';
 import './events.js';

@@ -11,6 +11,7 @@ import {
 import { conformanceSlices, conformanceTracker } from '@nodelet/proxy/testing';
 import { IptablesBackend, renderIptables } from './backend.js';
 import { JUMP_RULES } from './chains.js';
+import { detectMode } from './iptables.js';
 import { IptablesRenderer } from './render.js';
 
 const quiet = createLogger({ sink: () => undefined });
@@ -181,4 +182,25 @@ test('a prepared backend runs each sync in a shell started before it, and starts
   await backend.sync(state, emptyChangeSet(), true);
   await nextTick();
   t.is(runner.restores.length, 4, 'a stopped backend starts a shell per sync and keeps none waiting');
+});
+
+test('the back-end detection is one child, a shell; one that cannot start reads as no rules', async (t) => {
+  const calls: string[] = [];
+  const answering = (stdout: string): CommandRunner => ({
+    run: (command) => {
+      calls.push(command);
+      return Promise.resolve(ok(stdout));
+    },
+  });
+  t.deepEqual(await detectMode(answering('rules nft 0\nrules legacy 3\n')), {
+    mode: 'legacy',
+    reason: 'existing rules: 3 legacy, 0 nft',
+  });
+  t.deepEqual(calls, ['sh']);
+  t.deepEqual(await detectMode(answering('hint legacy KUBE-IPTABLES-HINT\n')), {
+    mode: 'legacy',
+    reason: 'chain KUBE-IPTABLES-HINT found in iptables-legacy-save -t mangle',
+  });
+  const failing: CommandRunner = { run: () => Promise.reject(new Error('sh is not installed')) };
+  t.deepEqual(await detectMode(failing), { mode: 'nft', reason: 'existing rules: 0 legacy, 0 nft' });
 });
