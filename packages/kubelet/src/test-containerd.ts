@@ -22,9 +22,10 @@ export function containerdKubelet(
   dir: string,
   nodeName: string,
   options: Partial<KubeletOptions> = {},
-): { kubelet: Kubelet; source: TestSource } {
+): { kubelet: Kubelet; source: TestSource; sink: MemorySink; clock: RealClock } {
   const clock = new RealClock();
-  const logger = createLogger({ sink: new MemorySink().sink });
+  const sink = new MemorySink();
+  const logger = createLogger({ sink: sink.sink });
   const source = new TestSource();
   const kubelet = new Kubelet(
     { runtime: client.runtime, images: client.image, bus: new EventBus(clock, logger), clock, logger },
@@ -37,7 +38,7 @@ export function containerdKubelet(
       ...options,
     },
   );
-  return { kubelet, source };
+  return { kubelet, source, sink, clock };
 }
 
 /** A host-network pod (no CNI needed) of one busybox container `app` running `command`. */

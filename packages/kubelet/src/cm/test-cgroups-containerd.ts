@@ -7,10 +7,8 @@ import { join } from 'node:path';
 import type { ExecutionContext } from 'ava';
 import type { Container, Pod } from '@nodelet/api';
 import { createCriClient } from '@nodelet/cri';
-import { createLogger, EventBus, MemorySink, RealClock } from '@nodelet/kernel';
-import { Kubelet, type KubeletOptions } from '../kubelet.js';
-import { removeOwnPods } from '../test-containerd.js';
-import { TestSource } from '../test-harness.js';
+import type { KubeletOptions } from '../kubelet.js';
+import { containerdKubelet, hostNetworkPod, removeOwnPods } from '../test-containerd.js';
 import { CgroupFs } from './cgroup-fs.js';
 import type { CgroupsConfig } from './container-manager.js';
 
@@ -18,24 +16,9 @@ export const CGROUP_MOUNT = '/sys/fs/cgroup';
 
 /** A host-network pod whose one container (`app`) sleeps for an hour, with these resources. */
 export function sleepPod(name: string, uid: string, resources: Container['resources']): Pod {
-  return {
-    apiVersion: 'v1',
-    kind: 'Pod',
-    metadata: { name, namespace: 'default', uid },
-    spec: {
-      hostNetwork: true,
-      terminationGracePeriodSeconds: 1,
-      containers: [
-        {
-          name: 'app',
-          image: 'nodelet.test/busybox:1',
-          imagePullPolicy: 'IfNotPresent',
-          command: ['sleep', '3600'],
-          resources,
-        },
-      ],
-    },
-  };
+  const pod = hostNetworkPod(name, uid, ['sleep', '3600']);
+  pod.spec!.containers[0]!.resources = resources;
+  return pod;
 }
 
 /** The pids of processes anywhere under a cgroup directory. */
@@ -73,22 +56,10 @@ export async function startCgroupsKubelet(
   });
   const client = createCriClient(endpoint, { timeoutMs: 60_000 });
   t.teardown(() => client.close());
-  const clock = new RealClock();
-  const sink = new MemorySink();
-  const logger = createLogger({ sink: sink.sink });
-  const source = new TestSource();
-  const kubelet = new Kubelet(
-    { runtime: client.runtime, images: client.image, bus: new EventBus(clock, logger), clock, logger },
-    {
-      nodeName: `${name}-test-${process.pid}`,
-      hostIP: '127.0.0.1',
-      rootDir: join(dir, 'root'),
-      podLogsDir: join(dir, 'logs'),
-      sources: [source],
-      cgroups: { ...cgroups, root: cgroupRoot },
-      ...options,
-    },
-  );
+  const { kubelet, source, sink } = containerdKubelet(client, dir, `${name}-test-${process.pid}`, {
+    cgroups: { ...cgroups, root: cgroupRoot },
+    ...options,
+  });
   await kubelet.start();
   t.teardown(async () => {
     await removeOwnPods(kubelet, source, client, uids);

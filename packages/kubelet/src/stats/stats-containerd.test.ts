@@ -4,15 +4,12 @@ import { join } from 'node:path';
 import test from 'ava';
 import type { Pod } from '@nodelet/api';
 import { createCriClient } from '@nodelet/cri';
-import { createLogger, EventBus, MemorySink, RealClock } from '@nodelet/kernel';
 import { parsePrometheusText, sampleValue, validateAgainst } from '@nodelet/kernel/testing';
 import { requireContainerd } from '@nodelet/runtime-cri/testing';
-import { Kubelet } from '../kubelet.js';
 import { cadvisorMetricsText } from '../metrics/stats-metrics.js';
 import { toSummary, withNodeName } from '../metrics/handlers.js';
 import { summarySchema } from '../metrics/test-summary-schema.js';
-import { removeOwnPods } from '../test-containerd.js';
-import { TestSource } from '../test-harness.js';
+import { containerdKubelet, hostNetworkPod, removeOwnPods } from '../test-containerd.js';
 import { hostStatsProvider } from './host-stats-provider.js';
 
 /**
@@ -31,7 +28,6 @@ async function poll<T>(what: string, probe: () => Promise<T | undefined>, timeou
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
 }
-const BUSYBOX = 'nodelet.test/busybox:1';
 
 if (containerd) {
   test('containerd: /stats/summary in the upstream schema, 100 MiB within 10 %, cAdvisor CPU follows the load', async (t) => {
@@ -40,32 +36,12 @@ if (containerd) {
     t.teardown(() => rmSync(dir, { recursive: true, force: true }));
     const client = createCriClient(containerd.endpoint, { timeoutMs: 60_000 });
     t.teardown(() => client.close());
-    const clock = new RealClock();
-    const logger = createLogger({ sink: new MemorySink().sink });
-    const source = new TestSource();
     const nodeName = `stats-test-${process.pid}`;
-    const kubelet = new Kubelet(
-      { runtime: client.runtime, images: client.image, bus: new EventBus(clock, logger), clock, logger },
-      {
-        nodeName,
-        hostIP: '127.0.0.1',
-        rootDir: join(dir, 'root'),
-        podLogsDir: join(dir, 'logs'),
-        sources: [source],
-        housekeepingPeriodMs: 3_600_000,
-      },
-    );
-    const run = `${process.pid}-${Date.now()}`;
-    const pod = (name: string, command: string[]): Pod => ({
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: { name, namespace: 'default', uid: `${name}-${run}` },
-      spec: {
-        hostNetwork: true,
-        terminationGracePeriodSeconds: 1,
-        containers: [{ name: 'app', image: BUSYBOX, imagePullPolicy: 'IfNotPresent', command }],
-      },
+    const { kubelet, source, clock } = containerdKubelet(client, dir, nodeName, {
+      housekeepingPeriodMs: 3_600_000,
     });
+    const run = `${process.pid}-${Date.now()}`;
+    const pod = (name: string, command: string[]): Pod => hostNetworkPod(name, `${name}-${run}`, command);
     // busybox awk: a 100 MiB string, written (so resident), kept while the shell sleeps.
     const pods = [
       pod('mem', ['awk', 'BEGIN { s = sprintf("%104857600s", ""); system("sleep 3600") }']),
