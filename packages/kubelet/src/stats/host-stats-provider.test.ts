@@ -105,6 +105,47 @@ test('a runtime without ListPodSandboxStats: containers from ListContainerStats,
   t.is(pod.network?.name, expected[0]!.name, 'the first interface is the default one');
 });
 
+test('the sandbox pid is asked of the runtime once, not at every snapshot; again when its net/dev is gone', async (t) => {
+  const { clock, runtime } = await fakeWithPod();
+  runtime.listPodSandboxStats = () => Promise.reject(new NodeletError('Unimplemented', 'not implemented'));
+  const status = runtime.podSandboxStatus.bind(runtime);
+  let verbose = 0;
+  let pid = process.pid;
+  runtime.podSandboxStatus = async (req) => {
+    const res = await status(req);
+    if (!req.verbose) return res;
+    verbose++;
+    return { ...res, info: { info: JSON.stringify({ pid }) } };
+  };
+  // A /proc of its own: the sandbox's net/dev is there until the sandbox's process is gone.
+  const proc = mkdtempSync(join(tmpdir(), 'nodelet-proc-'));
+  t.teardown(() => rmSync(proc, { recursive: true, force: true }));
+  const netDev = (p: number, rx: number) => {
+    mkdirSync(join(proc, String(p), 'net'), { recursive: true });
+    writeFileSync(
+      join(proc, String(p), 'net', 'dev'),
+      'Inter-|   Receive\n face |bytes\n' + `  eth0: ${rx} 1 0 0 0 0 0 0 50 1 0 0 0 0 0 0\n`,
+    );
+  };
+  netDev(pid, 100);
+  const provider = hostStatsProvider(runtime, runtime, {
+    nodeName: 'host',
+    clock,
+    rootDir: tmpdir(),
+    procRoot: proc,
+  });
+  t.is((await provider.snapshot()).pods[0]?.network?.rxBytes, 100);
+  netDev(pid, 200);
+  t.is((await provider.snapshot()).pods[0]?.network?.rxBytes, 200, 'counters read anew');
+  t.is(verbose, 1, 'one verbose status for two snapshots');
+  // The process is gone (the runtime restarted the sandbox's process): the runtime is asked again.
+  rmSync(join(proc, String(pid)), { recursive: true });
+  pid += 1;
+  netDev(pid, 300);
+  t.is((await provider.snapshot()).pods[0]?.network?.rxBytes, 300);
+  t.is(verbose, 2);
+});
+
 test('rlimit: pid_max and the scheduling entities of /proc/loadavg, for pid.available', async (t) => {
   const { hostRlimit } = await import('./host-stats.js');
   const proc = mkdtempSync(join(tmpdir(), 'nodelet-proc-'));
