@@ -60,6 +60,7 @@ const pods = positive('pods');
 const seconds = positive('seconds', false);
 const sliceS = positive('slice-s', false);
 const settleS = Number(args['settle-s']);
+if (!(settleS >= 0)) throw new Error(`--settle-s: expected seconds (0 or more), not ${args['settle-s']}`);
 const summaryRequests = positive('summary-requests');
 const timeoutMs = positive('timeout-s') * 1000;
 const runtimes = String(args.runtimes)
