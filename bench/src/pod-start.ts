@@ -57,7 +57,7 @@ import {
   type Http2Server,
   type OutgoingHttpHeaders,
 } from 'node:http2';
-import { connect as netConnect, createServer } from 'node:net';
+import { connect as netConnect } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -85,6 +85,12 @@ import {
   PodNetwork,
   VolumeManager,
 } from '@nodelet/kubelet';
+import {
+  freeLoopbackPort as freePort,
+  pollUntil as until,
+  processCpuMs as cpuMsOf,
+  processRssMiB as rssMiB,
+} from './kubelet-process.js';
 
 const IMAGE = 'nodelet.test/busybox:1';
 const NODE = 'bench-pod-start';
@@ -133,21 +139,6 @@ const median = (xs: number[]) => {
   return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
 };
 
-async function until<T>(
-  what: string,
-  probe: () => Promise<T | undefined>,
-  ms: number,
-  everyMs = 100,
-): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
-
 /** Pod i of a run: names (so static-pod UIDs) are new in every run, as N pods a node has not run. */
 function manifest(i: number, run = 0): string {
   return `apiVersion: v1
@@ -161,17 +152,6 @@ spec:
     image: ${IMAGE}
     command: ["sh", "-c", "trap 'exit 0' TERM; sleep 3600 & wait"]
 `;
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
 }
 
 /** One kept-alive connection for the reads of /pods. */
@@ -208,19 +188,6 @@ const allRunning = (pods: Pod[], n: number) =>
       (p.status.containerStatuses ?? []).length === 1 &&
       p.status.containerStatuses!.every((c) => !!c.state?.running),
   );
-
-/** CPU time (user + system) a process has used, in ms (/proc/<pid>/stat, clock ticks of 10 ms). */
-async function cpuMsOf(pid: number): Promise<number> {
-  const stat = await readFile(`/proc/${pid}/stat`, 'utf8');
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
-}
-
-async function rssMiB(pid: number): Promise<number> {
-  const status = await readFile(`/proc/${pid}/status`, 'utf8');
-  const kb = Number(/^VmRSS:\s+(\d+) kB/m.exec(status)?.[1]);
-  return kb / 1024;
-}
 
 /** VmRSS sampled every 250 ms over `windowMs`: the median (steady state) and the highest. */
 async function sampleRss(pid: number, windowMs = 3000): Promise<{ median: number; peak: number }> {

@@ -11,7 +11,6 @@ import { FakeRuntime } from '@nodelet/runtime-fake';
 import { ContainerConfig, type ImageService, ImageSpec, PodSandboxConfig } from '@nodelet/cri';
 import { toSummary, withNodeName } from '../metrics/handlers.js';
 import { summarySchema } from '../metrics/test-summary-schema.js';
-import { readNetDev } from './cgroup-reader.js';
 import { hasDedicatedImageFs } from './host-stats.js';
 import { hostStatsProvider } from './host-stats-provider.js';
 
@@ -84,26 +83,40 @@ test('a runtime without ListPodSandboxStats: containers from ListContainerStats,
   const { clock, runtime, podSandboxId } = await fakeWithPod();
   runtime.listPodSandboxStats = () => Promise.reject(new NodeletError('Unimplemented', 'not implemented'));
   const status = runtime.podSandboxStatus.bind(runtime);
+  const pid = 4242;
   runtime.podSandboxStatus = async (req) => {
     const res = await status(req);
-    // containerd's verbose info; this process stands in for the sandbox (its netns is readable).
-    return req.verbose ? { ...res, info: { info: JSON.stringify({ pid: process.pid }) } } : res;
+    // containerd's verbose info names the sandbox's process.
+    return req.verbose ? { ...res, info: { info: JSON.stringify({ pid }) } } : res;
   };
-  const provider = hostStatsProvider(runtime, runtime, { nodeName: 'host', clock, rootDir: tmpdir() });
+  // A /proc of the test's own: the host's interfaces change as other tests make pods.
+  const proc = mkdtempSync(join(tmpdir(), 'nodelet-proc-'));
+  t.teardown(() => rmSync(proc, { recursive: true, force: true }));
+  mkdirSync(join(proc, String(pid), 'net'), { recursive: true });
+  writeFileSync(
+    join(proc, String(pid), 'net', 'dev'),
+    'Inter-|   Receive\n face |bytes\n' +
+      '    lo: 5 1 0 0 0 0 0 0 5 1 0 0 0 0 0 0\n' +
+      '  eth0: 100 1 0 0 0 0 0 0 50 1 0 0 0 0 0 0\n' +
+      '  net1: 7 1 0 0 0 0 0 0 3 1 0 0 0 0 0 0\n',
+  );
+  const provider = hostStatsProvider(runtime, runtime, {
+    nodeName: 'host',
+    clock,
+    rootDir: tmpdir(),
+    procRoot: proc,
+  });
   const pod = (await provider.snapshot()).pods[0]!;
   t.is(pod.containers[0]?.name, 'app');
   t.is(pod.containers[0]?.memory?.workingSetBytes, 10 * 2 ** 20);
   t.truthy(podSandboxId);
-  const expected = (await readNetDev(process.pid)) ?? [];
-  if (expected.length === 0) {
-    t.is(pod.network, undefined, 'only loopback in this netns: no network reported');
-    return;
-  }
   t.deepEqual(
     pod.network?.interfaces?.map((i) => i.name),
-    expected.map((i) => i.name),
+    ['eth0', 'net1'],
+    'every interface but loopback',
   );
-  t.is(pod.network?.name, expected[0]!.name, 'the first interface is the default one');
+  t.is(pod.network?.name, 'eth0', 'the first interface is the default one');
+  t.is(pod.network?.rxBytes, 100);
 });
 
 test('ListPodSandboxStats failing over another sandbox (containerd 1.6): container stats serve, the pod call is tried again', async (t) => {
@@ -158,6 +171,47 @@ test("containerd 1.6's ListPodSandboxStats failing while a sandbox is stopped: L
   const provider = hostStatsProvider(runtime, runtime, { nodeName: 'host', clock, rootDir: tmpdir() });
   const pod = (await provider.snapshot()).pods[0]!;
   t.is(pod.containers[0]?.memory?.workingSetBytes, 10 * 2 ** 20);
+});
+
+test('the sandbox pid is asked of the runtime once, not at every snapshot; again when its net/dev is gone', async (t) => {
+  const { clock, runtime } = await fakeWithPod();
+  runtime.listPodSandboxStats = () => Promise.reject(new NodeletError('Unimplemented', 'not implemented'));
+  const status = runtime.podSandboxStatus.bind(runtime);
+  let verbose = 0;
+  let pid = process.pid;
+  runtime.podSandboxStatus = async (req) => {
+    const res = await status(req);
+    if (!req.verbose) return res;
+    verbose++;
+    return { ...res, info: { info: JSON.stringify({ pid }) } };
+  };
+  // A /proc of its own: the sandbox's net/dev is there until the sandbox's process is gone.
+  const proc = mkdtempSync(join(tmpdir(), 'nodelet-proc-'));
+  t.teardown(() => rmSync(proc, { recursive: true, force: true }));
+  const netDev = (p: number, rx: number) => {
+    mkdirSync(join(proc, String(p), 'net'), { recursive: true });
+    writeFileSync(
+      join(proc, String(p), 'net', 'dev'),
+      'Inter-|   Receive\n face |bytes\n' + `  eth0: ${rx} 1 0 0 0 0 0 0 50 1 0 0 0 0 0 0\n`,
+    );
+  };
+  netDev(pid, 100);
+  const provider = hostStatsProvider(runtime, runtime, {
+    nodeName: 'host',
+    clock,
+    rootDir: tmpdir(),
+    procRoot: proc,
+  });
+  t.is((await provider.snapshot()).pods[0]?.network?.rxBytes, 100);
+  netDev(pid, 200);
+  t.is((await provider.snapshot()).pods[0]?.network?.rxBytes, 200, 'counters read anew');
+  t.is(verbose, 1, 'one verbose status for two snapshots');
+  // The process is gone (the runtime restarted the sandbox's process): the runtime is asked again.
+  rmSync(join(proc, String(pid)), { recursive: true });
+  pid += 1;
+  netDev(pid, 300);
+  t.is((await provider.snapshot()).pods[0]?.network?.rxBytes, 300);
+  t.is(verbose, 2);
 });
 
 test('rlimit: pid_max and the scheduling entities of /proc/loadavg, for pid.available', async (t) => {

@@ -70,11 +70,31 @@ export async function sandboxPid(runtime: RuntimeService, podSandboxId: string):
   }
 }
 
-/** Interfaces of a sandbox's network namespace, or undefined when it cannot be read. */
+/** Sandbox pids remembered at most; past it the memory starts over (removed sandboxes go with it). */
+const MAX_REMEMBERED_SANDBOX_PIDS = 4096;
+
+/**
+ * Interfaces of a sandbox's network namespace, or undefined when it cannot be read. The sandbox's pid
+ * is asked of the runtime once per sandbox, not at every snapshot: containerd's verbose status is ~10
+ * KiB of JSON (the whole OCI spec) and a snapshot reads every pod, so at 110 pods this was 110 status
+ * calls every 10 s for the eviction manager, and as many per /stats/summary. The pid holds while the
+ * sandbox is ready (its pause process); when its net/dev cannot be read any more the runtime is asked
+ * again.
+ */
 export function sandboxNetDev(runtime: RuntimeService, procRoot = '/proc') {
+  const pids = new Map<string, number>();
   return async (podSandboxId: string): Promise<NetDevCounters[] | undefined> => {
+    const known = pids.get(podSandboxId);
+    if (known !== undefined) {
+      const counters = await readNetDev(known, procRoot);
+      if (counters !== undefined) return counters;
+      pids.delete(podSandboxId);
+    }
     const pid = await sandboxPid(runtime, podSandboxId).catch(() => undefined);
-    return pid === undefined ? undefined : readNetDev(pid, procRoot);
+    if (pid === undefined) return undefined;
+    if (pids.size >= MAX_REMEMBERED_SANDBOX_PIDS) pids.clear();
+    pids.set(podSandboxId, pid);
+    return readNetDev(pid, procRoot);
   };
 }
 
