@@ -70,6 +70,11 @@ export interface CriStatsProviderOptions {
   imageFs?: (nowMs: number) => Promise<FsStats | undefined>;
   /** Whether the image file system is another device than the node's (absent: the same). */
   dedicatedImageFs?: () => Promise<boolean>;
+  /**
+   * Whether a sandbox, by its labels, is this node's: a runtime shared by several nodes holds the others'
+   * pods too (absent: every sandbox is).
+   */
+  ownsSandbox?: (labels: Record<string, string>) => boolean;
   /** A pod's interfaces when the runtime does not report its network (by sandbox id). */
   sandboxNetDev?: (podSandboxId: string) => Promise<InterfaceCounters[] | undefined>;
   /** Bytes of a container's log files (all attempts), by pod and container name. */
@@ -112,6 +117,7 @@ export class CriStatsProvider implements StatsProvider {
     for (const sb of sandboxes) {
       const uid = sb.labels[CriLabels.PodUID];
       if (!uid || !sb.metadata || sb.state !== 0 /* SANDBOX_READY */ || seen.has(uid)) continue;
+      if (this.options.ownsSandbox && !this.options.ownsSandbox(sb.labels)) continue;
       seen.add(uid);
       const own = containerStats.get(sb.id) ?? [];
       const list: ContainerSummaryStats[] = [];

@@ -17,7 +17,7 @@ import { hostStatsProvider } from './host-stats-provider.js';
 const hasCgroups =
   existsSync('/sys/fs/cgroup/cpuacct/cpuacct.usage') || existsSync('/sys/fs/cgroup/cpu.stat');
 
-async function fakeWithPod() {
+async function fakeWithPod(podLabels: Record<string, string> = {}) {
   const clock = new VirtualClock();
   const runtime = new FakeRuntime({
     clock,
@@ -31,6 +31,7 @@ async function fakeWithPod() {
       'io.kubernetes.pod.uid': 'uid-p',
       'io.kubernetes.pod.name': 'p',
       'io.kubernetes.pod.namespace': 'default',
+      ...podLabels,
     },
     annotations: { 'runtime-fake.nodelet.dev/app': 'memory=10Mi' },
   });
@@ -212,6 +213,19 @@ test('the sandbox pid is asked of the runtime once, not at every snapshot; again
   netDev(pid, 300);
   t.is((await provider.snapshot()).pods[0]?.network?.rxBytes, 300);
   t.is(verbose, 2);
+});
+
+test('a runtime shared by several nodes: another node’s pods are not in this node’s stats', async (t) => {
+  for (const [labels, expected] of [
+    [{ 'nodelet.dev/node': 'host' }, ['p']],
+    [{ 'nodelet.dev/node': 'other' }, []],
+    [{}, ['p']],
+  ] as const) {
+    const { clock, runtime } = await fakeWithPod(labels);
+    const provider = hostStatsProvider(runtime, runtime, { nodeName: 'host', clock, rootDir: tmpdir() });
+    const pods = (await provider.snapshot()).pods.map((p) => p.podRef.name);
+    t.deepEqual(pods, [...expected], JSON.stringify(labels));
+  }
 });
 
 test('rlimit: pid_max and the scheduling entities of /proc/loadavg, for pid.available', async (t) => {

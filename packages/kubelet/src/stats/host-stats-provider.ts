@@ -6,6 +6,7 @@
 import type { Clock } from '@nodelet/kernel';
 import type { ImageService, RuntimeService } from '@nodelet/cri';
 import { CriStatsProvider } from '@nodelet/cri';
+import { NODE_NAME_LABEL } from '../kuberuntime/sandbox.js';
 import { hostNodeReader } from './host-node-reader.js';
 import {
   containerLogsUsage,
@@ -42,6 +43,8 @@ export function hostStatsProvider(
     imageFs: (nowMs) => imageFsStats(images, nowMs),
     dedicatedImageFs: () => hasDedicatedImageFs(images, options.rootDir),
     rlimit: (nowMs) => hostRlimit(nowMs, options.procRoot),
+    // Another kubelet's pods on a shared runtime are not this node's (unlabelled ones are).
+    ownsSandbox: (labels) => (labels[NODE_NAME_LABEL] ?? options.nodeName) === options.nodeName,
     sandboxNetDev: sandboxNetDev(runtime, options.procRoot),
     logsUsage: containerLogsUsage(options.podLogsDir ?? '/var/log/pods'),
     systemContainers: async (nowMs) => {
