@@ -1,17 +1,24 @@
 import test from 'ava';
-import { fileCluster } from './test-helpers.js';
+import { startCluster, type TestCluster } from './test-helpers.js';
 
 // A Node's pod CIDRs and providerID as upstream's ValidateNode / ValidateNodeUpdate hold them: valid CIDRs,
 // set once from unset (by the node IPAM controller), never changed afterwards — pods hold addresses from them.
-const cluster = fileCluster(test, {
-  controllers: {
-    scheduler: false,
-    endpointSlices: false,
-    workloads: false,
-    nodeIpam: false,
-    nodeLifecycle: false,
-  },
+let c: TestCluster;
+test.before(async () => {
+  c = await startCluster({
+    controllers: {
+      scheduler: false,
+      endpointSlices: false,
+      workloads: false,
+      nodeIpam: false,
+      nodeLifecycle: false,
+    },
+  });
 });
+test.after.always(async () => {
+  await c?.destroy();
+});
+const cluster = () => c;
 
 const node = (name: string, spec: Record<string, unknown> = {}) => ({
   apiVersion: 'v1',
