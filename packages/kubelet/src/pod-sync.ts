@@ -1,6 +1,6 @@
 import type { Pod } from '@nodelet/api';
 import type { RuntimeService } from '@nodelet/cri';
-import type { Clock, EventBus, Logger } from '@nodelet/kernel';
+import { type Clock, errorMessage, type EventBus, type Logger } from '@nodelet/kernel';
 import { podRef } from './image-puller.js';
 import type { KubeRuntime } from './kuberuntime/index.js';
 import type { PlegChange } from './pleg.js';
@@ -210,14 +210,23 @@ export class PodSync implements PodSyncer {
       'the pod was evicted',
     );
     const after = killed ? await kubeRuntime.getPodStatus(uid, name, namespace) : status;
-    this.updateStatus(pod, after, true, false, { message: eviction.message });
     // Stopped for good: its emptyDirs go now, not when the pod is deleted, or evicting it would relieve
-    // no disk pressure (upstream unmounts a terminated pod's volumes).
+    // no disk pressure (upstream unmounts a terminated pod's volumes). Before the Failed status: the
+    // eviction manager takes that status as the pod cleaned up, and measures the pressure again.
     if (!eviction.volumesTornDown && !after.containers.some((c) => c.state === 'running')) {
-      await kubeRuntime.tearDownVolumes(pod);
-      eviction.volumesTornDown = true;
-      this.deps.logger.info('Volumes of the evicted pod removed', { pod: podRef(pod), podUID: uid });
+      try {
+        await kubeRuntime.tearDownVolumes(pod);
+        eviction.volumesTornDown = true;
+        this.deps.logger.info('Volumes of the evicted pod removed', { pod: podRef(pod), podUID: uid });
+      } catch (err) {
+        this.deps.logger.warn('Could not remove the volumes of the evicted pod; trying again', {
+          pod: podRef(pod),
+          podUID: uid,
+          err: errorMessage(err),
+        });
+      }
     }
+    this.updateStatus(pod, after, true, false, { message: eviction.message });
     this.lastSeen.delete(uid);
     return {};
   }

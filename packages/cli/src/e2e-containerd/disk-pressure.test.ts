@@ -89,7 +89,7 @@ if (containerd) {
     const threshold = Math.floor((free() - SETUP_MARGIN) / Mi) * Mi;
 
     const node = nodeName('disk-pressure');
-    const ws = new Workspace('  kubeletConfig: ./kubelet-config.yaml\n');
+    const ws = new Workspace('  kubeletConfig: ./kubelet-config.yaml\n  evictionMonitoringPeriod: 1s\n');
     writeFileSync(
       join(ws.dir, 'kubelet-config.yaml'),
       `apiVersion: kubelet.config.k8s.io/v1beta1
@@ -130,7 +130,7 @@ evictionPressureTransitionPeriod: 5s
       body: writerPod('small', node, writeSteps(1, 1)),
     });
     await core.createNamespacedPod({ namespace: 'default', body: writerPod('big', node, writeSteps(12, 4)) });
-    // DiskPressure (and its taint) may last only one synchronize (10 s) past the eviction, since the
+    // DiskPressure (and its taint) may last only one synchronize (1 s here) past the eviction, since the
     // transition period (5 s) is shorter: watched from now on, not after the eviction was seen.
     const pressureSeen = pollUntil(
       'DiskPressure=True',
