@@ -131,6 +131,7 @@ export function makeKubelet(
       rootDir: join(dir, 'root'),
       podLogsDir: join(dir, 'logs'),
       sources: [statics],
+      tmpfsVolumes: false, // simulated pods: no tmpfs mounts on the host, none left behind
       apiServer: { kubeconfig, capacity: { cpu: '8', memory: '16Gi', pods: '110' } },
     },
   );
